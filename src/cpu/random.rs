@@ -1,0 +1,41 @@
+//! Uniform random numbers for `rand`: one process-wide generator, seeded from
+//! the clock and reseedable with `manual_seed` for reproducible runs.
+
+use super::strided::view_mut;
+use crate::{Element as _, Scalar, Tensor, with_element};
+use ndarray::Zip;
+use std::sync::Mutex;
+
+static RNG: Mutex<Option<fastrand::Rng>> = Mutex::new(None);
+
+/// Reseeds the generator behind `rand` and `rand_like`.
+pub fn manual_seed(seed: u64) {
+    *RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(fastrand::Rng::with_seed(seed));
+}
+
+/// Fills a fresh floating or complex tensor with values uniform in [0, 1).
+pub(crate) fn fill_uniform(t: &Tensor) {
+    let mut guard = RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let rng = guard.get_or_insert_with(fastrand::Rng::new);
+    with_element!(t.dtype(), T => {
+        // SAFETY: t is fresh and contiguous, so the view exists and is exclusive.
+        let mut v = unsafe { view_mut::<T>(t) }.unwrap();
+        let complex = t.dtype().is_complex();
+        Zip::from(&mut v).for_each(|x| {
+            let re = uniform(rng, t.dtype());
+            *x = if complex { T::from_scalar(Scalar::Complex(re, uniform(rng, t.dtype()))) } else { T::from_scalar(Scalar::Float(re)) };
+        });
+    })
+}
+
+/// A value in [0, 1) with the precision of the target type, so rounding can
+/// never produce 1.0.
+fn uniform(rng: &mut fastrand::Rng, dtype: crate::DType) -> f64 {
+    let bits = match dtype.to_real() {
+        crate::DType::F64 => 53,
+        crate::DType::F32 => 24,
+        crate::DType::F16 => 11,
+        _ => 8,
+    };
+    (rng.u64(..) >> (64 - bits)) as f64 / (1u64 << bits) as f64
+}

@@ -1,0 +1,95 @@
+//! Building ndarray views over tensors, and walking arbitrary byte layouts.
+
+use crate::{Element, Tensor};
+use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+
+/// Element strides with negative axes flipped, plus the pointer to the
+/// lowest-addressed element: the form ndarray's raw constructors accept.
+fn normalized<T: Element>(t: &Tensor) -> Option<(*mut T, Vec<usize>, Vec<usize>)> {
+    let mut ptr = t.data_ptr().cast::<T>();
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
+        return None;
+    }
+    let strides = t.layout().element_strides(size_of::<T>())?;
+    let mut out = Vec::with_capacity(strides.len());
+    let mut flipped = Vec::new();
+    for (axis, (&s, &n)) in strides.iter().zip(t.shape()).enumerate() {
+        if s < 0 {
+            // SAFETY: the last element along this axis lies inside the storage.
+            ptr = unsafe { ptr.offset(s * (n as isize - 1)) };
+            flipped.push(axis);
+        }
+        out.push(s.unsigned_abs());
+    }
+    Some((ptr, out, flipped))
+}
+
+/// A read-only typed view, or `None` when the layout needs a byte gather.
+///
+/// # Safety
+/// `t` must be a CPU tensor of element type `T`, and nobody may write its
+/// elements while the view lives.
+pub(crate) unsafe fn view<T: Element>(t: &Tensor) -> Option<ArrayViewD<'_, T>> {
+    if t.numel() == 0 {
+        return Some(ArrayViewD::from_shape(IxDyn(t.shape()), &[]).expect("empty view"));
+    }
+    let (ptr, strides, flipped) = normalized::<T>(t)?;
+    let shape = IxDyn(t.shape()).strides(IxDyn(&strides));
+    // SAFETY: the tensor's layout keeps every element inside its storage, and
+    // ptr is aligned (checked in `normalized`).
+    let mut v = unsafe { ArrayViewD::from_shape_ptr(shape, ptr) };
+    for axis in flipped {
+        v.invert_axis(Axis(axis));
+    }
+    Some(v)
+}
+
+/// A writable typed view, or `None` when the layout needs a byte scatter
+/// (misaligned, partial-element strides, or stride 0 on a long axis, where
+/// distinct indices would alias one element).
+///
+/// # Safety
+/// As for [`view`], and no other reference to these elements may be alive.
+pub(crate) unsafe fn view_mut<T: Element>(t: &Tensor) -> Option<ArrayViewMutD<'_, T>> {
+    if t.shape().iter().zip(&t.layout().strides).any(|(&n, &s)| n > 1 && s == 0) {
+        return None;
+    }
+    if t.numel() == 0 {
+        return Some(ArrayViewMutD::from_shape(IxDyn(t.shape()), &mut []).expect("empty view"));
+    }
+    let (ptr, strides, flipped) = normalized::<T>(t)?;
+    let shape = IxDyn(t.shape()).strides(IxDyn(&strides));
+    // SAFETY: as in `view`; exclusivity is the caller's promise.
+    let mut v = unsafe { ArrayViewMutD::from_shape_ptr(shape, ptr) };
+    for axis in flipped {
+        v.invert_axis(Axis(axis));
+    }
+    Some(v)
+}
+
+/// Calls `f` with the byte offset (from element 0) of every element, in
+/// row-major order.
+pub(crate) fn for_each_offset(shape: &[usize], strides: &[isize], mut f: impl FnMut(isize)) {
+    if shape.contains(&0) {
+        return;
+    }
+    let mut index = vec![0usize; shape.len()];
+    let mut offset = 0isize;
+    loop {
+        f(offset);
+        let mut dim = shape.len();
+        loop {
+            if dim == 0 {
+                return;
+            }
+            dim -= 1;
+            index[dim] += 1;
+            offset += strides[dim];
+            if index[dim] < shape[dim] {
+                break;
+            }
+            offset -= strides[dim] * shape[dim] as isize;
+            index[dim] = 0;
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Where a tensor's memory lives.
+
+use crate::{Error, Result, bail};
+use dlpark::ffi::{DLDevice, DLDeviceType};
+
+/// The kinds of memory dlbridge knows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Cpu,
+    Cuda,
+}
+
+/// A device as PyTorch spells it: a kind and, for CUDA, an optional index
+/// (`cuda` means "the current device" until a tensor is placed).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Device {
+    pub kind: DeviceKind,
+    pub index: Option<u32>,
+}
+
+impl Device {
+    pub const CPU: Device = Device { kind: DeviceKind::Cpu, index: None };
+
+    pub fn cuda(index: Option<u32>) -> Device {
+        Device { kind: DeviceKind::Cuda, index }
+    }
+
+    pub fn is_cpu(self) -> bool {
+        self.kind == DeviceKind::Cpu
+    }
+
+    /// Parses `cpu`, `cuda`, `cuda:1` (PyTorch's device strings).
+    pub fn parse(spec: &str) -> Result<Device> {
+        let (kind, index) = match spec.split_once(':') {
+            Some((kind, index)) => (kind, Some(index)),
+            None => (spec, None),
+        };
+        let index = match index {
+            None => None,
+            Some(text) => match text.parse::<u32>() {
+                Ok(i) if !text.starts_with('+') => Some(i),
+                _ => bail!(Runtime, "Invalid device string: '{spec}'"),
+            },
+        };
+        match kind {
+            "cpu" => match index {
+                None | Some(0) => Ok(Device::CPU),
+                Some(_) => bail!(Runtime, "CPU device index must be -1 or zero, got {}", index.unwrap_or(0)),
+            },
+            "cuda" => Ok(Device::cuda(index)),
+            _ => bail!(
+                Runtime,
+                "Expected one of cpu, cuda device type at start of device string: {spec}"
+            ),
+        }
+    }
+
+    /// The DLPack `(device_type, device_id)` of this device.
+    pub fn to_dlpack(self) -> DLDevice {
+        match self.kind {
+            DeviceKind::Cpu => DLDevice { device_type: DLDeviceType::CPU, device_id: 0 },
+            DeviceKind::Cuda => DLDevice {
+                device_type: DLDeviceType::CUDA,
+                device_id: self.index.unwrap_or(0) as i32,
+            },
+        }
+    }
+
+    /// Maps a DLPack device onto a dlbridge one. Pinned host memory is host
+    /// memory: the CPU can read it directly.
+    pub fn from_dlpack(dev: DLDevice) -> Result<Device> {
+        match dev.device_type {
+            DLDeviceType::CPU | DLDeviceType::CUDAHOST => Ok(Device::CPU),
+            DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED if dev.device_id >= 0 => {
+                Ok(Device::cuda(Some(dev.device_id as u32)))
+            }
+            other => Err(Error::Buffer(format!(
+                "unsupported DLPack device (type={}, id={}); dlbridge supports CPU (1), CUDA (2), \
+                 CUDA host (3) and CUDA managed (13) memory",
+                other.0, dev.device_id
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    /// `cpu`, `cuda`, `cuda:0`: the form used in PyTorch's messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.kind, self.index) {
+            (DeviceKind::Cpu, _) => write!(f, "cpu"),
+            (DeviceKind::Cuda, None) => write!(f, "cuda"),
+            (DeviceKind::Cuda, Some(i)) => write!(f, "cuda:{i}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_torch_spellings() {
+        assert_eq!(Device::parse("cpu").unwrap(), Device::CPU);
+        assert_eq!(Device::parse("cuda").unwrap(), Device::cuda(None));
+        assert_eq!(Device::parse("cuda:1").unwrap(), Device::cuda(Some(1)));
+        assert!(Device::parse("cuda:x").is_err());
+        assert!(Device::parse("cuda:-1").is_err());
+        assert!(Device::parse("tpu").is_err());
+        assert_eq!(Device::cuda(Some(0)).to_string(), "cuda:0");
+    }
+
+    #[test]
+    fn dlpack_devices_map_both_ways() {
+        let d = Device::cuda(Some(2));
+        assert_eq!(Device::from_dlpack(d.to_dlpack()).unwrap(), d);
+        let host = DLDevice { device_type: DLDeviceType::CUDAHOST, device_id: 0 };
+        assert_eq!(Device::from_dlpack(host).unwrap(), Device::CPU);
+        let metal = DLDevice { device_type: DLDeviceType::METAL, device_id: 0 };
+        assert!(Device::from_dlpack(metal).is_err());
+    }
+}

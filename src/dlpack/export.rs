@@ -1,0 +1,156 @@
+//! Building DLPack managed tensors that consumers own.
+//!
+//! Each export is one heap block: the DLPack header first (so the header
+//! pointer is the block pointer), then the shape and strides it points into,
+//! then an `Arc` of the storage. The consumer's single deleter call frees the
+//! block and drops that `Arc`, so the memory stays valid exactly as long as
+//! some owner (a tensor, an array, a capsule, a peer tensor) still needs it.
+
+use crate::storage::Storage;
+use crate::{Error, Result, Tensor};
+use dlpark::DlpackFlags;
+use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The DLPack version dlbridge implements.
+pub const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 3 };
+
+/// How an export describes itself to its consumer.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ExportOptions {
+    /// Set DLPACK_FLAG_BITMASK_IS_COPIED: this tensor is a copy made for the consumer.
+    pub is_copied: bool,
+    /// The version to stamp (defaults to [`VERSION`]).
+    pub version: Option<DLPackVersion>,
+}
+
+#[repr(C)]
+struct Exported<H> {
+    header: H,
+    shape_and_strides: Vec<i64>,
+    _storage: Arc<Storage>,
+}
+
+/// The DLTensor describing `t`, pointing into `dims` (shape then strides).
+fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
+    let strides = t.layout().element_strides(t.dtype().size()).ok_or_else(|| {
+        Error::Buffer(format!(
+            "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item size \
+             through DLPack (strides count whole elements); call .contiguous() first",
+            t.layout().strides,
+            t.dtype().size()
+        ))
+    })?;
+    let ndim = t.ndim();
+    dims.reserve_exact(2 * ndim);
+    dims.extend(t.shape().iter().map(|&n| n as i64));
+    dims.extend(strides.iter().map(|&s| s as i64));
+    let base = dims.as_mut_ptr();
+    Ok(DLTensor {
+        data: t.data_ptr().cast::<c_void>(),
+        device: t.device().to_dlpack(),
+        ndim: ndim as i32,
+        dtype: t.dtype().to_dlpack(),
+        shape: if ndim == 0 { std::ptr::null_mut() } else { base },
+        // SAFETY: dims holds 2 * ndim values, so base + ndim is in bounds.
+        strides: if ndim == 0 { std::ptr::null_mut() } else { unsafe { base.add(ndim) } },
+        byte_offset: 0,
+    })
+}
+
+/// Runs the block's destructor without letting a panic cross the C boundary.
+///
+/// # Safety
+/// `ptr` must come from `Box::into_raw` of an `Exported<H>` and not be used again.
+unsafe fn free_block<H>(ptr: *mut H) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: guaranteed by the caller; the header is the first field.
+    let block = unsafe { Box::from_raw(ptr.cast::<Exported<H>>()) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(block)));
+}
+
+unsafe extern "C" fn delete_versioned(ptr: *mut DLManagedTensorVersioned) {
+    // SAFETY: DLPack consumers call the deleter once, with the pointer we gave out.
+    unsafe { free_block(ptr) }
+}
+
+unsafe extern "C" fn delete_legacy(ptr: *mut DLManagedTensor) {
+    // SAFETY: as in delete_versioned.
+    unsafe { free_block(ptr) }
+}
+
+/// Exports `t` as a `DLManagedTensorVersioned` the caller now owns.
+/// READ_ONLY follows the storage; IS_COPIED follows `options`.
+pub fn export_versioned(t: &Tensor, options: ExportOptions) -> Result<*mut DLManagedTensorVersioned> {
+    let mut dims = Vec::new();
+    let dl_tensor = describe(t, &mut dims)?;
+    let mut flags = DlpackFlags::empty();
+    flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
+    flags.set(DlpackFlags::IS_COPIED, options.is_copied);
+    let header = DLManagedTensorVersioned {
+        version: options.version.unwrap_or(VERSION),
+        manager_ctx: std::ptr::null_mut(),
+        deleter: Some(delete_versioned),
+        flags,
+        dl_tensor,
+    };
+    let block = Box::new(Exported { header, shape_and_strides: dims, _storage: t.storage().clone() });
+    Ok(Box::into_raw(block).cast())
+}
+
+/// Exports `t` as a legacy `DLManagedTensor`. The legacy ABI has no flags,
+/// so a read-only tensor is refused rather than handed out as writable
+/// (NumPy does the same).
+pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
+    if t.is_read_only() {
+        return Err(Error::Buffer(
+            "cannot export a read-only tensor as a legacy DLPack capsule, which cannot say it is \
+             read-only; ask for a versioned one (max_version=(1, 0) or newer) or clone() it"
+                .into(),
+        ));
+    }
+    let mut dims = Vec::new();
+    let dl_tensor = describe(t, &mut dims)?;
+    let header = DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) };
+    let block = Box::new(Exported { header, shape_and_strides: dims, _storage: t.storage().clone() });
+    Ok(Box::into_raw(block).cast())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dlpack::import_versioned_or_legacy;
+    use crate::storage::live_storages;
+    use crate::{DType, Device, Scalar};
+    use dlpark::Managed;
+
+    #[test]
+    fn round_trip_shares_memory_and_frees_once() {
+        let before = live_storages();
+        let t = Tensor::full(&[2, 3], Scalar::Float(1.5), DType::F64, Device::CPU).unwrap();
+        let view = t.index(&[crate::Selection::Range { start: None, stop: None, step: 2 }]).unwrap();
+        let raw = export_versioned(&view, ExportOptions::default()).unwrap();
+        // SAFETY: raw is a fresh export we own.
+        let managed = unsafe { Managed::from_raw(raw) }.unwrap();
+        let back = import_versioned_or_legacy(managed).unwrap();
+        assert_eq!(back.data_ptr(), t.data_ptr());
+        assert_eq!(back.shape(), &[1, 3]);
+        drop((t, view));
+        assert_eq!(back.to_scalars().unwrap(), vec![Scalar::Float(1.5); 3]);
+        drop(back);
+        assert_eq!(live_storages(), before);
+    }
+
+    #[test]
+    fn legacy_refuses_read_only_and_odd_strides_refused() {
+        let t = Tensor::zeros(&[4], DType::I32, Device::CPU).unwrap();
+        let odd = t.with_layout(crate::Layout { shape: vec![2], strides: vec![6], offset: 0 });
+        assert!(matches!(export_versioned(&odd, ExportOptions::default()), Err(Error::Buffer(_))));
+        let raw = export_legacy(&t).unwrap();
+        // SAFETY: we own the export and call its deleter once.
+        unsafe { ((*raw).deleter.unwrap())(raw) };
+    }
+}

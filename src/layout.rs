@@ -1,0 +1,259 @@
+//! Shape, strides and offset: how a tensor's elements sit in its storage.
+//!
+//! Strides and the offset are in **bytes**, so every layout NumPy allows
+//! (negative strides, strides that are not a multiple of the item size)
+//! imports without a copy. DLPack wants element strides; the exporter converts
+//! and refuses what cannot be expressed.
+
+use crate::{Error, Result, bail};
+
+/// A strided view of a storage buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub shape: Vec<usize>,
+    /// Byte distance between neighbours along each dimension.
+    pub strides: Vec<isize>,
+    /// Byte offset of element `[0, 0, ...]` from the start of the storage.
+    pub offset: usize,
+}
+
+/// Which part of a dimension an index selects.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// One position: the dimension disappears.
+    Index(isize),
+    /// `start..stop` by a positive `step` (Python slice semantics).
+    Range { start: Option<isize>, stop: Option<isize>, step: isize },
+    /// A new dimension of size 1 (`None` in Python).
+    NewAxis,
+}
+
+/// Row-major byte strides for `shape`.
+pub fn contiguous_strides(shape: &[usize], itemsize: usize) -> Vec<isize> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = itemsize as isize;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= n.max(1) as isize;
+    }
+    strides
+}
+
+/// Number of elements, refusing shapes whose product overflows.
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .ok_or_else(|| Error::Runtime(format!("a tensor of shape {shape:?} has too many elements")))
+}
+
+impl Layout {
+    pub fn contiguous(shape: Vec<usize>, itemsize: usize) -> Layout {
+        let strides = contiguous_strides(&shape, itemsize);
+        Layout { shape, strides, offset: 0 }
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Row-major contiguous (size-1 dimensions may have any stride, as in PyTorch).
+    pub fn is_contiguous(&self, itemsize: usize) -> bool {
+        let mut expected = itemsize as isize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n == 0 {
+                return true;
+            }
+            if n != 1 && s != expected {
+                return false;
+            }
+            expected *= n as isize;
+        }
+        true
+    }
+
+    /// Lowest and one-past-highest byte touched, relative to element 0.
+    pub fn byte_extent(&self, itemsize: usize) -> (isize, isize) {
+        if self.numel() == 0 {
+            return (0, 0);
+        }
+        let (mut lo, mut hi) = (0isize, itemsize as isize);
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            let span = (n as isize - 1) * s;
+            if span < 0 { lo += span } else { hi += span }
+        }
+        (lo, hi)
+    }
+
+    /// Every stride is a whole number of elements (what DLPack and the typed
+    /// loops need).
+    pub fn element_strides(&self, itemsize: usize) -> Option<Vec<isize>> {
+        let size = itemsize as isize;
+        self.strides
+            .iter()
+            .zip(&self.shape)
+            .map(|(&s, &n)| if n <= 1 { Some(s / size) } else if s % size == 0 { Some(s / size) } else { None })
+            .collect()
+    }
+
+    /// The layout broadcast to `shape` (NumPy rules): new leading dimensions
+    /// and size-1 dimensions get stride 0.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
+        if shape.len() < self.ndim() {
+            bail!(Runtime, "cannot broadcast shape {:?} to {:?}", self.shape, shape);
+        }
+        let lead = shape.len() - self.ndim();
+        let mut strides = vec![0isize; shape.len()];
+        for (i, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
+            let target = shape[lead + i];
+            strides[lead + i] = if n == target {
+                s
+            } else if n == 1 {
+                0
+            } else {
+                bail!(
+                    Runtime,
+                    "The expanded size of the tensor ({target}) must match the existing size ({n}) at \
+                     non-singleton dimension {}.  Target sizes: {shape:?}.  Tensor sizes: {:?}",
+                    lead + i,
+                    self.shape
+                );
+            };
+        }
+        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+    }
+
+    /// Applies Python-style indexing and returns the view's layout.
+    pub fn select(&self, selections: &[Selection]) -> Result<Layout> {
+        let consumed = selections.iter().filter(|s| !matches!(s, Selection::NewAxis)).count();
+        if consumed > self.ndim() {
+            bail!(Index, "too many indices for tensor of dimension {}", self.ndim());
+        }
+        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        let mut dim = 0;
+        for sel in selections {
+            match *sel {
+                Selection::NewAxis => {
+                    out.shape.push(1);
+                    out.strides.push(0);
+                }
+                Selection::Index(i) => {
+                    let n = self.shape[dim] as isize;
+                    let pos = if i < 0 { i + n } else { i };
+                    if pos < 0 || pos >= n {
+                        bail!(Index, "index {i} is out of bounds for dimension {dim} with size {n}");
+                    }
+                    out.offset = offset_by(out.offset, pos * self.strides[dim]);
+                    dim += 1;
+                }
+                Selection::Range { start, stop, step } => {
+                    if step <= 0 {
+                        bail!(Value, "step must be greater than zero");
+                    }
+                    let n = self.shape[dim] as isize;
+                    let clamp = |v: Option<isize>, default: isize| match v {
+                        None => default,
+                        Some(v) if v < 0 => (v + n).max(0),
+                        Some(v) => v.min(n),
+                    };
+                    let (lo, hi) = (clamp(start, 0), clamp(stop, n));
+                    let len = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
+                    if len > 0 {
+                        out.offset = offset_by(out.offset, lo * self.strides[dim]);
+                    }
+                    out.shape.push(len as usize);
+                    out.strides.push(self.strides[dim] * step);
+                    dim += 1;
+                }
+            }
+        }
+        out.shape.extend_from_slice(&self.shape[dim..]);
+        out.strides.extend_from_slice(&self.strides[dim..]);
+        Ok(out)
+    }
+}
+
+fn offset_by(offset: usize, delta: isize) -> usize {
+    // Views never step outside their storage, so the sum stays in range.
+    (offset as isize + delta) as usize
+}
+
+/// The shape two operands broadcast to, with PyTorch's message on mismatch.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            bail!(
+                Runtime,
+                "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton \
+                 dimension {i} (shapes {a:?} and {b:?})"
+            );
+        };
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Selection::*;
+    use super::*;
+
+    #[test]
+    fn contiguity_and_extent() {
+        let l = Layout::contiguous(vec![2, 3], 4);
+        assert_eq!(l.strides, vec![12, 4]);
+        assert!(l.is_contiguous(4));
+        assert_eq!(l.byte_extent(4), (0, 24));
+        let t = Layout { shape: vec![3, 2], strides: vec![4, 12], offset: 0 };
+        assert!(!t.is_contiguous(4));
+        let rev = Layout { shape: vec![3], strides: vec![-8], offset: 16 };
+        assert_eq!(rev.byte_extent(8), (-16, 8));
+    }
+
+    #[test]
+    fn slicing_matches_python() {
+        let l = Layout::contiguous(vec![4, 5], 8);
+        let v = l.select(&[Index(-1), Range { start: Some(1), stop: None, step: 2 }]).unwrap();
+        assert_eq!(v.shape, vec![2]);
+        assert_eq!(v.strides, vec![16]);
+        assert_eq!(v.offset, 3 * 40 + 8);
+        let e = l.select(&[Range { start: Some(3), stop: Some(1), step: 1 }]).unwrap();
+        assert_eq!(e.shape, vec![0, 5]);
+        let n = l.select(&[NewAxis, Index(0)]).unwrap();
+        assert_eq!(n.shape, vec![1, 5]);
+        assert!(matches!(l.select(&[Index(4)]), Err(Error::Index(_))));
+        assert!(matches!(l.select(&[Index(0), Index(0), Index(0)]), Err(Error::Index(_))));
+        let step0 = l.select(&[Range { start: None, stop: None, step: 0 }]);
+        assert!(matches!(step0, Err(Error::Value(_))));
+    }
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(broadcast_shapes(&[], &[3]).unwrap(), vec![3]);
+        let err = broadcast_shapes(&[3], &[4]).unwrap_err();
+        assert!(err.to_string().contains("[3] and [4]"));
+        let l = Layout::contiguous(vec![3, 1], 4).broadcast_to(&[2, 3, 5]).unwrap();
+        assert_eq!(l.strides, vec![0, 4, 0]);
+        assert!(checked_numel(&[usize::MAX, 2]).is_err());
+    }
+
+    #[test]
+    fn element_strides_refuse_partial_items() {
+        let l = Layout { shape: vec![3], strides: vec![3], offset: 0 };
+        assert_eq!(l.element_strides(4), None);
+        let ok = Layout { shape: vec![3, 1], strides: vec![-8, 3], offset: 16 };
+        assert_eq!(ok.element_strides(8), Some(vec![-1, 0]));
+    }
+}

@@ -1,0 +1,30 @@
+//! dlbridge: tensors that are DLPack managed tensors, exchanged zero-copy
+//! between NumPy, PyTorch, JAX, CuPy and C.
+//!
+//! The core (`Tensor` = shared [`storage::Storage`] + [`Layout`] + [`DType`])
+//! knows nothing of Python; `python/` binds it, `dlpack/` moves it across
+//! the DLPack ABI, and `cpu/` computes on host memory.
+
+mod cpu;
+pub mod dlpack;
+mod device;
+mod dtype;
+mod element;
+mod error;
+mod layout;
+pub mod ops;
+mod scalar;
+pub mod storage;
+mod tensor;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use cpu::{BinaryOp, manual_seed};
+pub use device::{Device, DeviceKind};
+pub use dtype::{Category, DType};
+pub use element::Element;
+pub use error::{Error, Result};
+pub use layout::{Layout, Selection, broadcast_shapes};
+pub use scalar::Scalar;
+pub use tensor::Tensor;

@@ -1,0 +1,95 @@
+//! A tensor's memory: a raw byte range plus whatever keeps it alive.
+//!
+//! dlbridge never copies on exchange, so a storage is often memory that
+//! another library owns. [`Owner`] records who that is; dropping the last
+//! `Arc<Storage>` releases the owner exactly once (a DLPack deleter, a NumPy
+//! array reference, or dlbridge's own allocation).
+
+mod host;
+
+pub use host::HostBuffer;
+
+use crate::Device;
+use std::any::Any;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Storages currently alive: the leak tests read this before and after.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+/// How many [`Storage`] values exist right now.
+pub fn live_storages() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// What keeps a storage's memory valid.
+pub enum Owner {
+    /// Memory dlbridge allocated on the host.
+    Host(HostBuffer),
+    /// Memory imported through DLPack; dropping it calls the producer's deleter.
+    DlPack(dlpark::AllocationDeleter),
+    /// Anything else that pins the memory (a NumPy array reference).
+    External(Box<dyn Any + Send + Sync>),
+}
+
+/// A contiguous byte range on one device.
+pub struct Storage {
+    ptr: *mut u8,
+    len: usize,
+    device: Device,
+    read_only: bool,
+    _owner: Owner,
+}
+
+// SAFETY: a storage is a plain address range; the owner inside is Send + Sync
+// (HostBuffer frees with the global allocator, DLPack deleters may run on any
+// thread by the spec, and External requires Send + Sync). Concurrent writes to
+// the bytes are the caller's business, exactly as with NumPy and PyTorch.
+unsafe impl Send for Storage {}
+// SAFETY: see above; shared references only read the fields.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// Wraps memory described by `ptr..ptr+len`, kept alive by `owner`.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` must stay valid (and writable unless `read_only`) on
+    /// `device` for as long as `owner` lives.
+    pub unsafe fn from_raw(ptr: *mut u8, len: usize, device: Device, read_only: bool, owner: Owner) -> Storage {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Storage { ptr, len, device, read_only, _owner: owner }
+    }
+
+    /// A new host buffer of `len` bytes, zeroed or left uninitialised.
+    pub fn new_host(len: usize, zeroed: bool) -> crate::Result<Storage> {
+        let buffer = HostBuffer::new(len, zeroed)?;
+        let ptr = buffer.as_ptr();
+        // SAFETY: the buffer owns exactly these bytes and lives inside the storage.
+        Ok(unsafe { Storage::from_raw(ptr, len, Device::CPU, false, Owner::Host(buffer)) })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}

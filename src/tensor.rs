@@ -1,0 +1,272 @@
+//! The tensor: shared storage, a strided layout and a dtype (candle's model).
+//! Cloning a `Tensor` makes another view of the same memory.
+
+use crate::cpu;
+use crate::layout::{Layout, Selection, checked_numel};
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Result, Scalar, bail};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("shape", &self.layout.shape)
+            .field("dtype", &self.dtype)
+            .field("device", &self.device())
+            .finish()
+    }
+}
+
+impl Tensor {
+    /// A view of `storage`. Checks that every element lies inside it.
+    pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Result<Tensor> {
+        let (lo, hi) = layout.byte_extent(dtype.size());
+        let start = layout.offset as isize + lo;
+        if layout.numel() > 0 && (start < 0 || layout.offset as isize + hi > storage.len() as isize) {
+            bail!(
+                Runtime,
+                "layout (shape {:?}, byte strides {:?}, offset {}) reaches outside its {}-byte storage",
+                layout.shape,
+                layout.strides,
+                layout.offset,
+                storage.len()
+            );
+        }
+        Ok(Tensor { storage, layout, dtype })
+    }
+
+    /// A new contiguous tensor whose elements are left for the caller to write.
+    pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::alloc(shape, dtype, device, false)
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::alloc(shape, dtype, device, true)
+    }
+
+    fn alloc(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
+        let bytes = checked_numel(shape)?
+            .checked_mul(dtype.size())
+            .ok_or_else(|| Error::Runtime(format!("a tensor of shape {shape:?} is too large")))?;
+        let storage = match device.kind {
+            crate::DeviceKind::Cpu => Storage::new_host(bytes, zeroed)?,
+            crate::DeviceKind::Cuda => return Err(Error::no_cuda(device)),
+        };
+        Ok(Tensor { storage: Arc::new(storage), layout: Layout::contiguous(shape.to_vec(), dtype.size()), dtype })
+    }
+
+    pub fn full(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+        let t = Tensor::empty(shape, dtype, device)?;
+        t.fill_(value)?;
+        Ok(t)
+    }
+
+    /// A contiguous host tensor holding `values` (row-major), cast to `dtype`.
+    pub fn from_scalars(shape: &[usize], values: &[Scalar], dtype: DType) -> Result<Tensor> {
+        let t = Tensor::empty(shape, dtype, Device::CPU)?;
+        assert_eq!(values.len(), t.numel(), "one value per element");
+        crate::with_element!(dtype, T => {
+            let out = t.data_ptr().cast::<T>();
+            for (i, &v) in values.iter().enumerate() {
+                // SAFETY: t is a fresh contiguous buffer of numel elements of T.
+                unsafe { out.add(i).write(<T as crate::Element>::from_scalar(v)) };
+            }
+        });
+        Ok(t)
+    }
+
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// Bytes the elements occupy if stored contiguously.
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+
+    /// Address of element `[0, 0, ...]`.
+    pub fn data_ptr(&self) -> *mut u8 {
+        self.storage.as_ptr().wrapping_add(self.layout.offset)
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous(self.dtype.size())
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.storage.is_read_only()
+    }
+
+    /// Strides in elements, as PyTorch reports them.
+    pub fn strides(&self) -> Result<Vec<isize>> {
+        self.layout.element_strides(self.dtype.size()).ok_or_else(|| {
+            Error::Runtime(format!(
+                "this tensor's byte strides {:?} are not whole multiples of its {}-byte elements",
+                self.layout.strides,
+                self.dtype.size()
+            ))
+        })
+    }
+
+    /// Another view of the same memory.
+    pub fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout, dtype: self.dtype }
+    }
+
+    /// Python-style indexing (`t[1, ::2, None]`): a view sharing memory.
+    pub fn index(&self, selections: &[Selection]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.select(selections)?))
+    }
+
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        if shape == self.shape() {
+            return Ok(self.clone());
+        }
+        Ok(self.with_layout(self.layout.broadcast_to(shape)?))
+    }
+
+    /// Does any byte of `self` possibly coincide with a byte of `other`?
+    /// Compares addresses, not storages: two imports of one buffer overlap too.
+    pub fn may_overlap(&self, other: &Tensor) -> bool {
+        let (a, b) = (self.byte_range(), other.byte_range());
+        self.device() == other.device() && a.0 < b.1 && b.0 < a.1
+    }
+
+    fn byte_range(&self) -> (usize, usize) {
+        let (lo, hi) = self.layout.byte_extent(self.dtype.size());
+        let base = self.data_ptr() as isize;
+        ((base + lo) as usize, (base + hi) as usize)
+    }
+
+    pub(crate) fn ensure_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            bail!(
+                Runtime,
+                "cannot write into a read-only tensor (it views a read-only buffer, e.g. a non-writeable \
+                 NumPy array or a DLPack tensor flagged READ_ONLY); clone() it first"
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn ensure_cpu(&self) -> Result<()> {
+        if !self.device().is_cpu() {
+            return Err(Error::no_cuda(self.device()));
+        }
+        Ok(())
+    }
+
+    /// A contiguous copy, always fresh memory.
+    pub fn clone_data(&self) -> Result<Tensor> {
+        self.ensure_cpu()?;
+        let out = Tensor::empty(self.shape(), self.dtype, self.device())?;
+        cpu::copy_into(&out, self)?;
+        Ok(out)
+    }
+
+    /// Itself when already contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() { Ok(self.clone()) } else { self.clone_data() }
+    }
+
+    /// Itself when already of `dtype`, else a converted copy.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype {
+            return Ok(self.clone());
+        }
+        self.ensure_cpu()?;
+        let out = Tensor::empty(self.shape(), dtype, self.device())?;
+        cpu::copy_into(&out, self)?;
+        Ok(out)
+    }
+
+    /// Itself when already on `device`, else a copy there.
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if device.is_cpu() && self.device().is_cpu() {
+            return Ok(self.clone());
+        }
+        Err(Error::no_cuda(if device.is_cpu() { self.device() } else { device }))
+    }
+
+    /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.ensure_writable()?;
+        self.ensure_cpu()?;
+        src.ensure_cpu()?;
+        let src = if self.may_overlap(src) { src.clone_data()? } else { src.clone() };
+        cpu::copy_into(self, &src)
+    }
+
+    /// Sets every element to `value` (`Tensor.fill_`).
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        self.ensure_writable()?;
+        self.ensure_cpu()?;
+        if !cpu::fill(self, value) {
+            let staged = Tensor::empty(self.shape(), self.dtype, self.device())?;
+            cpu::fill(&staged, value);
+            cpu::copy_into(self, &staged)?;
+        }
+        Ok(())
+    }
+
+    /// The value of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            bail!(Runtime, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
+        }
+        Ok(self.to_scalars()?[0])
+    }
+
+    /// Every element in row-major order.
+    pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
+        self.ensure_cpu()?;
+        let t = self.contiguous()?;
+        let t = cpu::materialize(&t)?;
+        Ok(crate::with_element!(t.dtype, T => {
+            let ptr = t.data_ptr().cast::<T>();
+            // SAFETY: t is contiguous, aligned and holds numel elements of T.
+            (0..t.numel()).map(|i| <T as crate::Element>::to_scalar(unsafe { ptr.add(i).read() })).collect()
+        }))
+    }
+
+    /// Fills a floating tensor with uniform values in [0, 1) (`rand`).
+    pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        if !(dtype.is_floating_point() || dtype.is_complex()) {
+            bail!(Runtime, "\"check_uniform_bounds\" not implemented for '{}'", dtype.scalar_type_name());
+        }
+        let t = Tensor::empty(shape, dtype, device)?;
+        cpu::fill_uniform(&t);
+        Ok(t)
+    }
+}
