@@ -19,10 +19,16 @@ pub struct Device {
 }
 
 impl Device {
-    pub const CPU: Device = Device { kind: DeviceKind::Cpu, index: None };
+    pub const CPU: Device = Device {
+        kind: DeviceKind::Cpu,
+        index: None,
+    };
 
     pub fn cuda(index: Option<u32>) -> Device {
-        Device { kind: DeviceKind::Cuda, index }
+        Device {
+            kind: DeviceKind::Cuda,
+            index,
+        }
     }
 
     pub fn is_cpu(self) -> bool {
@@ -45,7 +51,11 @@ impl Device {
         match kind {
             "cpu" => match index {
                 None | Some(0) => Ok(Device::CPU),
-                Some(_) => bail!(Runtime, "CPU device index must be -1 or zero, got {}", index.unwrap_or(0)),
+                Some(_) => bail!(
+                    Runtime,
+                    "CPU device index must be -1 or zero, got {}",
+                    index.unwrap_or(0)
+                ),
             },
             "cuda" => Ok(Device::cuda(index)),
             _ => bail!(
@@ -58,7 +68,10 @@ impl Device {
     /// The DLPack `(device_type, device_id)` of this device.
     pub fn to_dlpack(self) -> DLDevice {
         match self.kind {
-            DeviceKind::Cpu => DLDevice { device_type: DLDeviceType::CPU, device_id: 0 },
+            DeviceKind::Cpu => DLDevice {
+                device_type: DLDeviceType::CPU,
+                device_id: 0,
+            },
             DeviceKind::Cuda => DLDevice {
                 device_type: DLDeviceType::CUDA,
                 device_id: self.index.unwrap_or(0) as i32,
@@ -113,9 +126,15 @@ mod tests {
     fn dlpack_devices_map_both_ways() {
         let d = Device::cuda(Some(2));
         assert_eq!(Device::from_dlpack(d.to_dlpack()).unwrap(), d);
-        let host = DLDevice { device_type: DLDeviceType::CUDAHOST, device_id: 0 };
+        let host = DLDevice {
+            device_type: DLDeviceType::CUDAHOST,
+            device_id: 0,
+        };
         assert_eq!(Device::from_dlpack(host).unwrap(), Device::CPU);
-        let metal = DLDevice { device_type: DLDeviceType::METAL, device_id: 0 };
+        let metal = DLDevice {
+            device_type: DLDeviceType::METAL,
+            device_id: 0,
+        };
         assert!(Device::from_dlpack(metal).is_err());
     }
 }

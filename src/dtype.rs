@@ -227,15 +227,29 @@ impl DType {
         if a == b {
             return Ok(a);
         }
-        let (lo, hi) = if a.category() <= b.category() { (a, b) } else { (b, a) };
+        let (lo, hi) = if a.category() <= b.category() {
+            (a, b)
+        } else {
+            (b, a)
+        };
         Ok(match (lo.category(), hi.category()) {
             (Bool, _) => hi,
             (_, Complex) => {
                 let real = DType::promote(lo.to_real(), hi.to_real())?;
-                if real == DType::F64 || lo == DType::C128 { DType::C128 } else { hi.to_complex().max(real.to_complex()) }
+                if real == DType::F64 || lo == DType::C128 {
+                    DType::C128
+                } else {
+                    hi.to_complex().max(real.to_complex())
+                }
             }
             (Floating, Floating) => {
-                if lo.size() == hi.size() { DType::F32 } else if lo.size() > hi.size() { lo } else { hi }
+                if lo.size() == hi.size() {
+                    DType::F32
+                } else if lo.size() > hi.size() {
+                    lo
+                } else {
+                    hi
+                }
             }
             (Integral, Floating) => hi,
             (Integral, Integral) => promote_integers(a, b)?,
@@ -296,7 +310,11 @@ mod tests {
         let mut dt = F32.to_dlpack();
         dt.lanes = 4;
         assert!(matches!(DType::from_dlpack(dt), Err(Error::Buffer(_))));
-        let fp8 = DLDataType { code: DLDataTypeCode::FLOAT8_E4M3FN, bits: 8, lanes: 1 };
+        let fp8 = DLDataType {
+            code: DLDataTypeCode::FLOAT8_E4M3FN,
+            bits: 8,
+            lanes: 1,
+        };
         assert!(DType::from_dlpack(fp8).is_err());
     }
 

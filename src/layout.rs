@@ -23,7 +23,11 @@ pub enum Selection {
     /// One position: the dimension disappears.
     Index(isize),
     /// `start..stop` by a positive `step` (Python slice semantics).
-    Range { start: Option<isize>, stop: Option<isize>, step: isize },
+    Range {
+        start: Option<isize>,
+        stop: Option<isize>,
+        step: isize,
+    },
     /// A new dimension of size 1 (`None` in Python).
     NewAxis,
 }
@@ -50,7 +54,11 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 impl Layout {
     pub fn contiguous(shape: Vec<usize>, itemsize: usize) -> Layout {
         let strides = contiguous_strides(&shape, itemsize);
-        Layout { shape, strides, offset: 0 }
+        Layout {
+            shape,
+            strides,
+            offset: 0,
+        }
     }
 
     pub fn ndim(&self) -> usize {
@@ -96,7 +104,15 @@ impl Layout {
         self.strides
             .iter()
             .zip(&self.shape)
-            .map(|(&s, &n)| if n <= 1 { Some(s / size) } else if s % size == 0 { Some(s / size) } else { None })
+            .map(|(&s, &n)| {
+                if n <= 1 {
+                    Some(s / size)
+                } else if s % size == 0 {
+                    Some(s / size)
+                } else {
+                    None
+                }
+            })
             .collect()
     }
 
@@ -104,7 +120,12 @@ impl Layout {
     /// and size-1 dimensions get stride 0.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
         if shape.len() < self.ndim() {
-            bail!(Runtime, "cannot broadcast shape {:?} to {:?}", self.shape, shape);
+            bail!(
+                Runtime,
+                "cannot broadcast shape {:?} to {:?}",
+                self.shape,
+                shape
+            );
         }
         let lead = shape.len() - self.ndim();
         let mut strides = vec![0isize; shape.len()];
@@ -124,16 +145,31 @@ impl Layout {
                 );
             };
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Applies Python-style indexing and returns the view's layout.
     pub fn select(&self, selections: &[Selection]) -> Result<Layout> {
-        let consumed = selections.iter().filter(|s| !matches!(s, Selection::NewAxis)).count();
+        let consumed = selections
+            .iter()
+            .filter(|s| !matches!(s, Selection::NewAxis))
+            .count();
         if consumed > self.ndim() {
-            bail!(Index, "too many indices for tensor of dimension {}", self.ndim());
+            bail!(
+                Index,
+                "too many indices for tensor of dimension {}",
+                self.ndim()
+            );
         }
-        let mut out = Layout { shape: vec![], strides: vec![], offset: self.offset };
+        let mut out = Layout {
+            shape: vec![],
+            strides: vec![],
+            offset: self.offset,
+        };
         let mut dim = 0;
         for sel in selections {
             match *sel {
@@ -145,7 +181,10 @@ impl Layout {
                     let n = self.shape[dim] as isize;
                     let pos = if i < 0 { i + n } else { i };
                     if pos < 0 || pos >= n {
-                        bail!(Index, "index {i} is out of bounds for dimension {dim} with size {n}");
+                        bail!(
+                            Index,
+                            "index {i} is out of bounds for dimension {dim} with size {n}"
+                        );
                     }
                     out.offset = offset_by(out.offset, pos * self.strides[dim]);
                     dim += 1;
@@ -161,7 +200,11 @@ impl Layout {
                         Some(v) => v.min(n),
                     };
                     let (lo, hi) = (clamp(start, 0), clamp(stop, n));
-                    let len = if hi > lo { (hi - lo + step - 1) / step } else { 0 };
+                    let len = if hi > lo {
+                        (hi - lo + step - 1) / step
+                    } else {
+                        0
+                    };
                     if len > 0 {
                         out.offset = offset_by(out.offset, lo * self.strides[dim]);
                     }
@@ -187,8 +230,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -215,45 +266,88 @@ mod tests {
         assert_eq!(l.strides, vec![12, 4]);
         assert!(l.is_contiguous(4));
         assert_eq!(l.byte_extent(4), (0, 24));
-        let t = Layout { shape: vec![3, 2], strides: vec![4, 12], offset: 0 };
+        let t = Layout {
+            shape: vec![3, 2],
+            strides: vec![4, 12],
+            offset: 0,
+        };
         assert!(!t.is_contiguous(4));
-        let rev = Layout { shape: vec![3], strides: vec![-8], offset: 16 };
+        let rev = Layout {
+            shape: vec![3],
+            strides: vec![-8],
+            offset: 16,
+        };
         assert_eq!(rev.byte_extent(8), (-16, 8));
     }
 
     #[test]
     fn slicing_matches_python() {
         let l = Layout::contiguous(vec![4, 5], 8);
-        let v = l.select(&[Index(-1), Range { start: Some(1), stop: None, step: 2 }]).unwrap();
+        let v = l
+            .select(&[
+                Index(-1),
+                Range {
+                    start: Some(1),
+                    stop: None,
+                    step: 2,
+                },
+            ])
+            .unwrap();
         assert_eq!(v.shape, vec![2]);
         assert_eq!(v.strides, vec![16]);
         assert_eq!(v.offset, 3 * 40 + 8);
-        let e = l.select(&[Range { start: Some(3), stop: Some(1), step: 1 }]).unwrap();
+        let e = l
+            .select(&[Range {
+                start: Some(3),
+                stop: Some(1),
+                step: 1,
+            }])
+            .unwrap();
         assert_eq!(e.shape, vec![0, 5]);
         let n = l.select(&[NewAxis, Index(0)]).unwrap();
         assert_eq!(n.shape, vec![1, 5]);
         assert!(matches!(l.select(&[Index(4)]), Err(Error::Index(_))));
-        assert!(matches!(l.select(&[Index(0), Index(0), Index(0)]), Err(Error::Index(_))));
-        let step0 = l.select(&[Range { start: None, stop: None, step: 0 }]);
+        assert!(matches!(
+            l.select(&[Index(0), Index(0), Index(0)]),
+            Err(Error::Index(_))
+        ));
+        let step0 = l.select(&[Range {
+            start: None,
+            stop: None,
+            step: 0,
+        }]);
         assert!(matches!(step0, Err(Error::Value(_))));
     }
 
     #[test]
     fn broadcasting() {
-        assert_eq!(broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 3], &[4, 1]).unwrap(),
+            vec![2, 4, 3]
+        );
         assert_eq!(broadcast_shapes(&[], &[3]).unwrap(), vec![3]);
         let err = broadcast_shapes(&[3], &[4]).unwrap_err();
         assert!(err.to_string().contains("[3] and [4]"));
-        let l = Layout::contiguous(vec![3, 1], 4).broadcast_to(&[2, 3, 5]).unwrap();
+        let l = Layout::contiguous(vec![3, 1], 4)
+            .broadcast_to(&[2, 3, 5])
+            .unwrap();
         assert_eq!(l.strides, vec![0, 4, 0]);
         assert!(checked_numel(&[usize::MAX, 2]).is_err());
     }
 
     #[test]
     fn element_strides_refuse_partial_items() {
-        let l = Layout { shape: vec![3], strides: vec![3], offset: 0 };
+        let l = Layout {
+            shape: vec![3],
+            strides: vec![3],
+            offset: 0,
+        };
         assert_eq!(l.element_strides(4), None);
-        let ok = Layout { shape: vec![3, 1], strides: vec![-8, 3], offset: 16 };
+        let ok = Layout {
+            shape: vec![3, 1],
+            strides: vec![-8, 3],
+            offset: 16,
+        };
         assert_eq!(ok.element_strides(8), Some(vec![-1, 0]));
     }
 }

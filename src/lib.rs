@@ -6,8 +6,8 @@
 //! the DLPack ABI, and `cpu/` computes on host memory.
 
 mod cpu;
-pub mod dlpack;
 mod device;
+pub mod dlpack;
 mod dtype;
 mod element;
 mod error;

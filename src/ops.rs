@@ -27,7 +27,9 @@ impl From<Scalar> for Operand<'_> {
 /// PyTorch's `combine_categories`: a lower-priority operand only matters when
 /// it is of a higher category than `higher`.
 fn combine(higher: Option<DType>, lower: Option<DType>) -> Result<Option<DType>> {
-    let (Some(h), Some(l)) = (higher, lower) else { return Ok(higher.or(lower)) };
+    let (Some(h), Some(l)) = (higher, lower) else {
+        return Ok(higher.or(lower));
+    };
     Ok(Some(match (h.category(), l.category()) {
         (Category::Complex, _) => h,
         (Category::Floating, Category::Complex) => DType::promote(h, DType::C64)?,
@@ -148,7 +150,9 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     dst.ensure_writable()?;
     if dtype == dst.dtype() {
         let rhs = match b {
-            Operand::Tensor(t) if t.may_overlap(dst) => cpu::materialize(&t.to_dtype(dtype)?.clone_data()?)?,
+            Operand::Tensor(t) if t.may_overlap(dst) => {
+                cpu::materialize(&t.to_dtype(dtype)?.clone_data()?)?
+            }
             _ => as_tensor(b, dtype, device)?,
         };
         if cpu::binary_inplace(dst, &rhs, op) {
@@ -225,9 +229,21 @@ fn as_f64(s: Scalar) -> f64 {
 }
 
 /// `arange(start, end, step)`: integers when every bound is an integer.
-pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
-    let all_int = [start, end, step].iter().all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
-    let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::DEFAULT_FLOAT });
+pub fn arange(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+    device: Device,
+) -> Result<Tensor> {
+    let all_int = [start, end, step]
+        .iter()
+        .all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
+    let dtype = dtype.unwrap_or(if all_int {
+        DType::I64
+    } else {
+        DType::DEFAULT_FLOAT
+    });
     let (s, e, st) = (as_f64(start), as_f64(end), as_f64(step));
     if st == 0.0 {
         bail!(Runtime, "step must be nonzero");
@@ -236,11 +252,16 @@ pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>, de
         bail!(Runtime, "unsupported range: {s} -> {e}");
     }
     if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-        bail!(Runtime, "upper bound and larger bound inconsistent with step sign");
+        bail!(
+            Runtime,
+            "upper bound and larger bound inconsistent with step sign"
+        );
     }
     let n = ((e - s) / st).ceil() as usize;
     let values: Vec<Scalar> = match (start, step) {
-        (Scalar::Int(a), Scalar::Int(b)) if all_int => (0..n).map(|i| Scalar::Int(a + b * i as i128)).collect(),
+        (Scalar::Int(a), Scalar::Int(b)) if all_int => {
+            (0..n).map(|i| Scalar::Int(a + b * i as i128)).collect()
+        }
         _ => (0..n).map(|i| Scalar::Float(s + st * i as f64)).collect(),
     };
     Tensor::from_scalars(&[n], &values, dtype)?.to_device(device)
@@ -269,7 +290,12 @@ mod tests {
 
     #[test]
     fn result_type_follows_torch() {
-        let (f16v, i32v, i32s, f64s) = (t(&[2], DType::F16), t(&[2], DType::I32), t(&[], DType::I32), t(&[], DType::F64));
+        let (f16v, i32v, i32s, f64s) = (
+            t(&[2], DType::F16),
+            t(&[2], DType::I32),
+            t(&[], DType::I32),
+            t(&[], DType::F64),
+        );
         let rt = |ops: &[Operand]| result_type(ops).unwrap();
         assert_eq!(rt(&[(&i32v).into(), Scalar::Float(1.0).into()]), DType::F32);
         assert_eq!(rt(&[(&i32v).into(), Scalar::Int(1).into()]), DType::I32);
@@ -277,13 +303,20 @@ mod tests {
         assert_eq!(rt(&[(&i32v).into(), (&f64s).into()]), DType::F64);
         assert_eq!(rt(&[(&f16v).into(), (&f64s).into()]), DType::F16);
         assert_eq!(rt(&[(&i32s).into(), Scalar::Float(1.0).into()]), DType::F32);
-        assert_eq!(rt(&[(&f16v).into(), Scalar::Complex(0.0, 1.0).into()]), DType::C64);
-        assert_eq!(rt(&[Scalar::Bool(true).into(), (&t(&[1], DType::Bool)).into()]), DType::Bool);
+        assert_eq!(
+            rt(&[(&f16v).into(), Scalar::Complex(0.0, 1.0).into()]),
+            DType::C64
+        );
+        assert_eq!(
+            rt(&[Scalar::Bool(true).into(), (&t(&[1], DType::Bool)).into()]),
+            DType::Bool
+        );
     }
 
     #[test]
     fn arithmetic_broadcasts_and_promotes() {
-        let a = Tensor::from_scalars(&[2, 1], &[Scalar::Int(1), Scalar::Int(2)], DType::I32).unwrap();
+        let a =
+            Tensor::from_scalars(&[2, 1], &[Scalar::Int(1), Scalar::Int(2)], DType::I32).unwrap();
         let b = Tensor::from_scalars(&[3], &[Scalar::Float(0.5); 3], DType::F64).unwrap();
         let c = binary((&a).into(), (&b).into(), BinaryOp::Add).unwrap();
         assert_eq!(c.shape(), &[2, 3]);
@@ -291,14 +324,20 @@ mod tests {
         assert_eq!(c.to_scalars().unwrap()[3], Scalar::Float(2.5));
         let d = binary((&a).into(), Scalar::Int(2).into(), BinaryOp::Div).unwrap();
         assert_eq!(d.dtype(), DType::F32);
-        assert_eq!(d.to_scalars().unwrap(), vec![Scalar::Float(0.5), Scalar::Float(1.0)]);
+        assert_eq!(
+            d.to_scalars().unwrap(),
+            vec![Scalar::Float(0.5), Scalar::Float(1.0)]
+        );
     }
 
     #[test]
     fn in_place_rules() {
         let a = t(&[3], DType::I64);
         let err = binary_(&a, Scalar::Float(1.5).into(), BinaryOp::Add).unwrap_err();
-        assert_eq!(err.to_string(), "result type Float can't be cast to the desired output type Long");
+        assert_eq!(
+            err.to_string(),
+            "result type Float can't be cast to the desired output type Long"
+        );
         let wide = t(&[2, 3], DType::I64);
         assert!(binary_(&a, (&wide).into(), BinaryOp::Add).is_err());
         let f = t(&[3], DType::F32);
@@ -309,13 +348,23 @@ mod tests {
 
     #[test]
     fn reductions_and_ranges() {
-        let r = arange(Scalar::Int(0), Scalar::Int(5), Scalar::Int(1), None, Device::CPU).unwrap();
+        let r = arange(
+            Scalar::Int(0),
+            Scalar::Int(5),
+            Scalar::Int(1),
+            None,
+            Device::CPU,
+        )
+        .unwrap();
         assert_eq!(r.dtype(), DType::I64);
         assert_eq!(sum(&r, None).unwrap().item().unwrap(), Scalar::Int(10));
         assert!(mean(&r, None).is_err());
         let e = eye(2, Some(3), DType::F32, Device::CPU).unwrap();
         assert_eq!(sum(&e, None).unwrap().item().unwrap(), Scalar::Float(2.0));
         let m = mean(&e, None).unwrap();
-        assert_eq!(m.item().unwrap(), Scalar::Float((2.0f64 / 6.0) as f32 as f64));
+        assert_eq!(
+            m.item().unwrap(),
+            Scalar::Float((2.0f64 / 6.0) as f32 as f64)
+        );
     }
 }

@@ -29,7 +29,8 @@ impl Tensor {
     pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Result<Tensor> {
         let (lo, hi) = layout.byte_extent(dtype.size());
         let start = layout.offset as isize + lo;
-        if layout.numel() > 0 && (start < 0 || layout.offset as isize + hi > storage.len() as isize) {
+        if layout.numel() > 0 && (start < 0 || layout.offset as isize + hi > storage.len() as isize)
+        {
             bail!(
                 Runtime,
                 "layout (shape {:?}, byte strides {:?}, offset {}) reaches outside its {}-byte storage",
@@ -39,7 +40,11 @@ impl Tensor {
                 storage.len()
             );
         }
-        Ok(Tensor { storage, layout, dtype })
+        Ok(Tensor {
+            storage,
+            layout,
+            dtype,
+        })
     }
 
     /// A new contiguous tensor whose elements are left for the caller to write.
@@ -59,7 +64,11 @@ impl Tensor {
             crate::DeviceKind::Cpu => Storage::new_host(bytes, zeroed)?,
             crate::DeviceKind::Cuda => return Err(Error::no_cuda(device)),
         };
-        Ok(Tensor { storage: Arc::new(storage), layout: Layout::contiguous(shape.to_vec(), dtype.size()), dtype })
+        Ok(Tensor {
+            storage: Arc::new(storage),
+            layout: Layout::contiguous(shape.to_vec(), dtype.size()),
+            dtype,
+        })
     }
 
     pub fn full(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
@@ -141,7 +150,11 @@ impl Tensor {
 
     /// Another view of the same memory.
     pub fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout, dtype: self.dtype }
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+        }
     }
 
     /// Python-style indexing (`t[1, ::2, None]`): a view sharing memory.
@@ -197,7 +210,11 @@ impl Tensor {
 
     /// Itself when already contiguous, else a contiguous copy.
     pub fn contiguous(&self) -> Result<Tensor> {
-        if self.is_contiguous() { Ok(self.clone()) } else { self.clone_data() }
+        if self.is_contiguous() {
+            Ok(self.clone())
+        } else {
+            self.clone_data()
+        }
     }
 
     /// Itself when already of `dtype`, else a converted copy.
@@ -216,7 +233,11 @@ impl Tensor {
         if device.is_cpu() && self.device().is_cpu() {
             return Ok(self.clone());
         }
-        Err(Error::no_cuda(if device.is_cpu() { self.device() } else { device }))
+        Err(Error::no_cuda(if device.is_cpu() {
+            self.device()
+        } else {
+            device
+        }))
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
@@ -224,7 +245,11 @@ impl Tensor {
         self.ensure_writable()?;
         self.ensure_cpu()?;
         src.ensure_cpu()?;
-        let src = if self.may_overlap(src) { src.clone_data()? } else { src.clone() };
+        let src = if self.may_overlap(src) {
+            src.clone_data()?
+        } else {
+            src.clone()
+        };
         cpu::copy_into(self, &src)
     }
 
@@ -243,7 +268,11 @@ impl Tensor {
     /// The value of a one-element tensor.
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {
-            bail!(Runtime, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
+            bail!(
+                Runtime,
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            );
         }
         Ok(self.to_scalars()?[0])
     }
@@ -263,7 +292,11 @@ impl Tensor {
     /// Fills a floating tensor with uniform values in [0, 1) (`rand`).
     pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         if !(dtype.is_floating_point() || dtype.is_complex()) {
-            bail!(Runtime, "\"check_uniform_bounds\" not implemented for '{}'", dtype.scalar_type_name());
+            bail!(
+                Runtime,
+                "\"check_uniform_bounds\" not implemented for '{}'",
+                dtype.scalar_type_name()
+            );
         }
         let t = Tensor::empty(shape, dtype, device)?;
         cpu::fill_uniform(&t);

@@ -55,7 +55,9 @@ fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {
         o.iter_mut().zip(i).for_each(|(o, &x)| *o = x.cast());
         return;
     }
-    Zip::from(&mut out).and(&input).for_each(|o, &x| *o = x.cast());
+    Zip::from(&mut out)
+        .and(&input)
+        .for_each(|o, &x| *o = x.cast());
 }
 
 /// Element-by-element byte copy between two same-dtype layouts of one shape:

@@ -9,15 +9,26 @@ use ndarray::Zip;
 const PARALLEL_THRESHOLD: usize = 1 << 20;
 
 /// Splits three equal-length slices into per-thread chunks and runs `f` on each.
-fn par_chunks<A: Send, B: Sync, C: Sync>(out: &mut [A], a: &[B], b: &[C], f: impl Fn(&mut [A], &[B], &[C]) + Sync) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+fn par_chunks<A: Send, B: Sync, C: Sync>(
+    out: &mut [A],
+    a: &[B],
+    b: &[C],
+    f: impl Fn(&mut [A], &[B], &[C]) + Sync,
+) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     if out.len() < PARALLEL_THRESHOLD || threads == 1 {
         return f(out, a, b);
     }
     // Chunks of whole cache lines so threads never share one.
     let chunk = out.len().div_ceil(threads).next_multiple_of(64);
     std::thread::scope(|s| {
-        for ((o, x), y) in out.chunks_mut(chunk).zip(a.chunks(chunk)).zip(b.chunks(chunk)) {
+        for ((o, x), y) in out
+            .chunks_mut(chunk)
+            .zip(a.chunks(chunk))
+            .zip(b.chunks(chunk))
+        {
             let f = &f;
             s.spawn(move || f(o, x, y));
         }
@@ -32,29 +43,61 @@ pub(crate) fn binary_into(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
 
 fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
     // SAFETY: callers pass materialized inputs of dtype T and a fresh output.
-    let (mut o, va, vb) = unsafe { (view_mut::<T>(out).unwrap(), view::<T>(a).unwrap(), view::<T>(b).unwrap()) };
+    let (mut o, va, vb) = unsafe {
+        (
+            view_mut::<T>(out).unwrap(),
+            view::<T>(a).unwrap(),
+            view::<T>(b).unwrap(),
+        )
+    };
     if va.shape() == o.shape() && vb.shape() == o.shape() {
         if let (Some(os), Some(xs), Some(ys)) = (o.as_slice_mut(), va.as_slice(), vb.as_slice()) {
             let kernel = move |o: &mut [T], x: &[T], y: &[T]| match op {
                 // One monomorphic loop per operator keeps each one vectorised.
-                BinaryOp::Add => o.iter_mut().zip(x).zip(y).for_each(|((o, &x), &y)| *o = x.add(y)),
-                BinaryOp::Sub => o.iter_mut().zip(x).zip(y).for_each(|((o, &x), &y)| *o = x.sub(y)),
-                BinaryOp::Mul => o.iter_mut().zip(x).zip(y).for_each(|((o, &x), &y)| *o = x.mul(y)),
-                BinaryOp::Div => o.iter_mut().zip(x).zip(y).for_each(|((o, &x), &y)| *o = x.div(y)),
+                BinaryOp::Add => o
+                    .iter_mut()
+                    .zip(x)
+                    .zip(y)
+                    .for_each(|((o, &x), &y)| *o = x.add(y)),
+                BinaryOp::Sub => o
+                    .iter_mut()
+                    .zip(x)
+                    .zip(y)
+                    .for_each(|((o, &x), &y)| *o = x.sub(y)),
+                BinaryOp::Mul => o
+                    .iter_mut()
+                    .zip(x)
+                    .zip(y)
+                    .for_each(|((o, &x), &y)| *o = x.mul(y)),
+                BinaryOp::Div => o
+                    .iter_mut()
+                    .zip(x)
+                    .zip(y)
+                    .for_each(|((o, &x), &y)| *o = x.div(y)),
             };
             return par_chunks(os, xs, ys, kernel);
         }
     }
     if vb.len() == 1 && va.shape() == o.shape() {
         let y = *vb.iter().next().unwrap();
-        return Zip::from(&mut o).and(&va).for_each(|o, &x| *o = T::apply(op, x, y));
+        return Zip::from(&mut o)
+            .and(&va)
+            .for_each(|o, &x| *o = T::apply(op, x, y));
     }
     if va.len() == 1 && vb.shape() == o.shape() {
         let x = *va.iter().next().unwrap();
-        return Zip::from(&mut o).and(&vb).for_each(|o, &y| *o = T::apply(op, x, y));
+        return Zip::from(&mut o)
+            .and(&vb)
+            .for_each(|o, &y| *o = T::apply(op, x, y));
     }
-    let (va, vb) = (va.broadcast(o.raw_dim()).unwrap(), vb.broadcast(o.raw_dim()).unwrap());
-    Zip::from(&mut o).and(&va).and(&vb).for_each(|o, &x, &y| *o = T::apply(op, x, y));
+    let (va, vb) = (
+        va.broadcast(o.raw_dim()).unwrap(),
+        vb.broadcast(o.raw_dim()).unwrap(),
+    );
+    Zip::from(&mut o)
+        .and(&va)
+        .and(&vb)
+        .for_each(|o, &x, &y| *o = T::apply(op, x, y));
 }
 
 /// `dst = dst op src` in place; `src` has dst's dtype, broadcasts to dst and

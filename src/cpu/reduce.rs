@@ -15,13 +15,18 @@ fn sum_typed<T: Element>(t: &Tensor) -> Scalar {
     let v = unsafe { view::<T>(t) }.unwrap();
     match T::DTYPE.category() {
         crate::Category::Complex => {
-            let s = v.iter().fold(Complex64::new(0.0, 0.0), |acc, &x| match x.to_scalar() {
-                Scalar::Complex(re, im) => acc + Complex64::new(re, im),
-                _ => acc,
-            });
+            let s = v
+                .iter()
+                .fold(Complex64::new(0.0, 0.0), |acc, &x| match x.to_scalar() {
+                    Scalar::Complex(re, im) => acc + Complex64::new(re, im),
+                    _ => acc,
+                });
             Scalar::Complex(s.re, s.im)
         }
         crate::Category::Floating => Scalar::Float(v.iter().map(|&x| x.cast::<f64>()).sum()),
-        _ => Scalar::Int(v.iter().fold(0i64, |acc, &x| acc.wrapping_add(x.cast::<i64>())) as i128),
+        _ => Scalar::Int(
+            v.iter()
+                .fold(0i64, |acc, &x| acc.wrapping_add(x.cast::<i64>())) as i128,
+        ),
     }
 }

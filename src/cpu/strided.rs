@@ -51,7 +51,11 @@ pub(crate) unsafe fn view<T: Element>(t: &Tensor) -> Option<ArrayViewD<'_, T>> {
 /// # Safety
 /// As for [`view`], and no other reference to these elements may be alive.
 pub(crate) unsafe fn view_mut<T: Element>(t: &Tensor) -> Option<ArrayViewMutD<'_, T>> {
-    if t.shape().iter().zip(&t.layout().strides).any(|(&n, &s)| n > 1 && s == 0) {
+    if t.shape()
+        .iter()
+        .zip(&t.layout().strides)
+        .any(|(&n, &s)| n > 1 && s == 0)
+    {
         return None;
     }
     if t.numel() == 0 {

@@ -52,9 +52,17 @@ fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
         device: t.device().to_dlpack(),
         ndim: ndim as i32,
         dtype: t.dtype().to_dlpack(),
-        shape: if ndim == 0 { std::ptr::null_mut() } else { base },
+        shape: if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            base
+        },
         // SAFETY: dims holds 2 * ndim values, so base + ndim is in bounds.
-        strides: if ndim == 0 { std::ptr::null_mut() } else { unsafe { base.add(ndim) } },
+        strides: if ndim == 0 {
+            std::ptr::null_mut()
+        } else {
+            unsafe { base.add(ndim) }
+        },
         byte_offset: 0,
     })
 }
@@ -84,7 +92,10 @@ unsafe extern "C" fn delete_legacy(ptr: *mut DLManagedTensor) {
 
 /// Exports `t` as a `DLManagedTensorVersioned` the caller now owns.
 /// READ_ONLY follows the storage; IS_COPIED follows `options`.
-pub fn export_versioned(t: &Tensor, options: ExportOptions) -> Result<*mut DLManagedTensorVersioned> {
+pub fn export_versioned(
+    t: &Tensor,
+    options: ExportOptions,
+) -> Result<*mut DLManagedTensorVersioned> {
     let mut dims = Vec::new();
     let dl_tensor = describe(t, &mut dims)?;
     let mut flags = DlpackFlags::empty();
@@ -97,7 +108,11 @@ pub fn export_versioned(t: &Tensor, options: ExportOptions) -> Result<*mut DLMan
         flags,
         dl_tensor,
     };
-    let block = Box::new(Exported { header, shape_and_strides: dims, _storage: t.storage().clone() });
+    let block = Box::new(Exported {
+        header,
+        shape_and_strides: dims,
+        _storage: t.storage().clone(),
+    });
     Ok(Box::into_raw(block).cast())
 }
 
@@ -114,8 +129,16 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
     }
     let mut dims = Vec::new();
     let dl_tensor = describe(t, &mut dims)?;
-    let header = DLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) };
-    let block = Box::new(Exported { header, shape_and_strides: dims, _storage: t.storage().clone() });
+    let header = DLManagedTensor {
+        dl_tensor,
+        manager_ctx: std::ptr::null_mut(),
+        deleter: Some(delete_legacy),
+    };
+    let block = Box::new(Exported {
+        header,
+        shape_and_strides: dims,
+        _storage: t.storage().clone(),
+    });
     Ok(Box::into_raw(block).cast())
 }
 
@@ -131,7 +154,13 @@ mod tests {
     fn round_trip_shares_memory_and_frees_once() {
         let before = live_storages();
         let t = Tensor::full(&[2, 3], Scalar::Float(1.5), DType::F64, Device::CPU).unwrap();
-        let view = t.index(&[crate::Selection::Range { start: None, stop: None, step: 2 }]).unwrap();
+        let view = t
+            .index(&[crate::Selection::Range {
+                start: None,
+                stop: None,
+                step: 2,
+            }])
+            .unwrap();
         let raw = export_versioned(&view, ExportOptions::default()).unwrap();
         // SAFETY: raw is a fresh export we own.
         let managed = unsafe { Managed::from_raw(raw) }.unwrap();
@@ -147,8 +176,15 @@ mod tests {
     #[test]
     fn legacy_refuses_read_only_and_odd_strides_refused() {
         let t = Tensor::zeros(&[4], DType::I32, Device::CPU).unwrap();
-        let odd = t.with_layout(crate::Layout { shape: vec![2], strides: vec![6], offset: 0 });
-        assert!(matches!(export_versioned(&odd, ExportOptions::default()), Err(Error::Buffer(_))));
+        let odd = t.with_layout(crate::Layout {
+            shape: vec![2],
+            strides: vec![6],
+            offset: 0,
+        });
+        assert!(matches!(
+            export_versioned(&odd, ExportOptions::default()),
+            Err(Error::Buffer(_))
+        ));
         let raw = export_legacy(&t).unwrap();
         // SAFETY: we own the export and call its deleter once.
         unsafe { ((*raw).deleter.unwrap())(raw) };

@@ -35,20 +35,32 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     let dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;
-    let too_big = || Error::Buffer("invalid DLPack tensor: strides overflow the address space".into());
+    let too_big =
+        || Error::Buffer("invalid DLPack tensor: strides overflow the address space".into());
     let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
     let strides = view.strides_or_compact().map_err(invalid)?;
     let byte_strides = strides
         .iter()
-        .map(|&s| s.checked_mul(itemsize).and_then(|b| isize::try_from(b).ok()).ok_or_else(too_big))
+        .map(|&s| {
+            s.checked_mul(itemsize)
+                .and_then(|b| isize::try_from(b).ok())
+                .ok_or_else(too_big)
+        })
         .collect::<Result<Vec<isize>>>()?;
-    let layout = Layout { shape, strides: byte_strides, offset: 0 };
+    let layout = Layout {
+        shape,
+        strides: byte_strides,
+        offset: 0,
+    };
     let (lo, hi) = checked_extent(&layout, dtype.size()).ok_or_else(too_big)?;
     let first = (view.data_ptr() as usize)
         .checked_add(usize::try_from(view.byte_offset()).map_err(|_| too_big())?)
         .ok_or_else(too_big)?;
     let start = (first as isize).checked_add(lo).ok_or_else(too_big)?;
-    let layout = Layout { offset: (-lo) as usize, ..layout };
+    let layout = Layout {
+        offset: (-lo) as usize,
+        ..layout
+    };
     let len = (hi - lo) as usize;
     let owner = Owner::DlPack(managed.into_deleter());
     // SAFETY: the producer guarantees its elements are valid memory while the
@@ -66,7 +78,11 @@ fn checked_extent(layout: &Layout, itemsize: usize) -> Option<(isize, isize)> {
     let (mut lo, mut hi) = (0isize, itemsize as isize);
     for (&n, &s) in layout.shape.iter().zip(&layout.strides) {
         let span = isize::try_from(n).ok()?.checked_sub(1)?.checked_mul(s)?;
-        if span < 0 { lo = lo.checked_add(span)? } else { hi = hi.checked_add(span)? }
+        if span < 0 {
+            lo = lo.checked_add(span)?
+        } else {
+            hi = hi.checked_add(span)?
+        }
     }
     Some((lo, hi))
 }

@@ -22,10 +22,20 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     pub fn new(len: usize, zeroed: bool) -> Result<HostBuffer> {
-        let too_big = || Error::Runtime(format!("cannot allocate {len} bytes on the host: size too large"));
+        let too_big = || {
+            Error::Runtime(format!(
+                "cannot allocate {len} bytes on the host: size too large"
+            ))
+        };
         let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| too_big())?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { if zeroed { alloc::alloc_zeroed(layout) } else { alloc::alloc(layout) } };
+        let ptr = unsafe {
+            if zeroed {
+                alloc::alloc_zeroed(layout)
+            } else {
+                alloc::alloc(layout)
+            }
+        };
         if ptr.is_null() {
             return Err(Error::Runtime(format!(
                 "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."

@@ -54,9 +54,21 @@ impl Storage {
     /// # Safety
     /// `ptr..ptr + len` must stay valid (and writable unless `read_only`) on
     /// `device` for as long as `owner` lives.
-    pub unsafe fn from_raw(ptr: *mut u8, len: usize, device: Device, read_only: bool, owner: Owner) -> Storage {
+    pub unsafe fn from_raw(
+        ptr: *mut u8,
+        len: usize,
+        device: Device,
+        read_only: bool,
+        owner: Owner,
+    ) -> Storage {
         LIVE.fetch_add(1, Ordering::Relaxed);
-        Storage { ptr, len, device, read_only, _owner: owner }
+        Storage {
+            ptr,
+            len,
+            device,
+            read_only,
+            _owner: owner,
+        }
     }
 
     /// A new host buffer of `len` bytes, zeroed or left uninitialised.

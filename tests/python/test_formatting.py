@@ -33,7 +33,7 @@ SHAPES = [
     # above the 1000-element threshold: summarized with "..."
     (1001,), (2000,), (40, 30), (11, 10, 10), (3, 400), (2, 2, 2, 200),
 ]
-FLOAT_KINDS = ["randn", "ints", "tiny", "huge", "mixed", "special", "negzero", "zeros", "allnan", "wide", "extreme"]
+FLOAT_KINDS = ["randn", "ints", "tiny", "huge", "mixed", "special", "negzero", "zeros", "allnan", "wide", "extreme", "thresholds"]
 
 
 def _float_values(kind, shape, rng):
@@ -63,6 +63,9 @@ def _float_values(kind, shape, rng):
         v = rng.standard_normal(n) * 900.0
     elif kind == "extreme":  # max/min overflows to inf; float32/16 round to inf or 0
         v = rng.choice([1e308, -5e-324, 1e-300, 3.0], n)
+    elif kind == "thresholds":  # pairs just inside/outside each sci-mode threshold
+        pairs = [(5e-5, 0.01), (2e-4, 0.1), (2e7, 9e7), (1e6, 1.5e8), (1.0, 999.0), (1.0, 1001.0)]
+        v = rng.choice(pairs[rng.integers(len(pairs))], n) * rng.choice([-1.0, 1.0], n)
     else:
         raise AssertionError(kind)
     return v.reshape(shape)

@@ -1,0 +1,94 @@
+"""dlbridge: zero-copy tensors between NumPy, PyTorch, JAX, CuPy and C, via DLPack.
+
+The API follows PyTorch's: ``dlbridge.from_numpy``, ``Tensor.numpy``,
+``dlbridge.from_dlpack``, ``Tensor.to`` and friends behave as their ``torch``
+namesakes, and every tensor speaks the DLPack Python protocol.
+"""
+
+from . import _core, cuda
+from ._core import (
+    Tensor,
+    arange,
+    bfloat16,
+    bool,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    device,
+    double,
+    dtype,
+    empty,
+    empty_like,
+    eye,
+    float,
+    float16,
+    float32,
+    float64,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    short,
+    tensor,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    zeros,
+    zeros_like,
+)
+from ._formatting import format_tensor as _format_tensor
+
+__version__ = "0.1.0"
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``dlbridge.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"dlbridge.Size({list(self)!r})"
+
+    def numel(self) -> "builtins.int":
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+def _repr(t: Tensor) -> str:
+    """``repr(t)`` exactly as PyTorch prints it, with the ``dlbridge.`` prefix."""
+    host = t.detach() if t.device.type == "cpu" else t.detach().cpu()
+    if host.dtype == bfloat16:
+        host = host.float()  # NumPy has no bfloat16; torch prints bf16 through float too
+    return _format_tensor(host.numpy(), t.dtype.__repr__().split(".")[1], str(t.device), t.requires_grad)
+
+
+def _dtype_by_name(name: str) -> dtype:
+    """Unpickling support for dtype objects."""
+    return getattr(_core, name)
+
+
+import builtins  # noqa: E402  (after the dtype names that shadow builtins)
+
+__all__ = [
+    "Size", "Tensor", "arange", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
+    "cuda", "device", "double", "dtype", "empty", "empty_like", "eye", "float", "float16", "float32",
+    "float64", "from_dlpack", "from_numpy", "full", "full_like", "half", "int", "int8", "int16",
+    "int32", "int64", "long", "manual_seed", "ones", "ones_like", "rand", "rand_like", "short",
+    "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like",
+]

@@ -1,0 +1,309 @@
+//! Tensor factories: `tensor`, `zeros`, `ones`, `empty`, `full`, `arange`,
+//! `eye`, `rand` and the `*_like` forms, with PyTorch's defaults.
+
+use super::convert::to_scalar;
+use super::device::extract_opt_device;
+use super::dtype::extract_opt_dtype;
+use super::errors::IntoPyResult;
+use super::tensor::{PyTensor, parse_size, tensor_from_nested};
+use crate::{DType, Device, Scalar, Tensor};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros_like, m)?)?;
+    m.add_function(wrap_pyfunction!(ones_like, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_like, m)?)?;
+    m.add_function(wrap_pyfunction!(full_like, m)?)?;
+    m.add_function(wrap_pyfunction!(rand_like, m)?)?;
+    Ok(())
+}
+
+/// A fresh tensor holding `data`: nested sequences and numbers, an ndarray
+/// (dtype kept), a tensor, or any DLPack producer.
+pub(crate) fn tensor_from_data(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<DType>,
+    device: Option<Device>,
+) -> PyResult<Tensor> {
+    let source = if let Ok(t) = data.cast::<PyTensor>() {
+        Some(t.get().inner.clone())
+    } else if super::numpy::is_ndarray(data) {
+        Some(super::numpy::tensor_from_ndarray(data)?)
+    } else if to_scalar(data)?.is_none() && data.hasattr(pyo3::intern!(py, "__dlpack__"))? {
+        Some(super::dlpack::import_object(data)?.0)
+    } else {
+        None
+    };
+    let fresh = match source {
+        Some(src) => {
+            let dt = dtype.unwrap_or(src.dtype());
+            let n = src.numel();
+            super::tensor::maybe_detach(py, n, || -> crate::Result<Tensor> {
+                let out = Tensor::empty(src.shape(), dt, Device::CPU)?;
+                out.copy_(&src.to_device(Device::CPU)?)?;
+                Ok(out)
+            })
+            .py()?
+        }
+        None => tensor_from_nested(data, dtype)?,
+    };
+    match device {
+        Some(d) if !d.is_cpu() => fresh.to_device(d).py(),
+        _ => Ok(fresh),
+    }
+}
+
+fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
+    let out = PyTensor::new(t);
+    if requires_grad {
+        let dt = out.inner.dtype();
+        if !(dt.is_floating_point() || dt.is_complex()) {
+            return Err(PyRuntimeError::new_err(
+                "Only Tensors of floating point and complex dtype can require gradients",
+            ));
+        }
+        return Ok(PyTensor::with_grad(out.inner, true));
+    }
+    Ok(out)
+}
+
+/// `tensor(data, *, dtype=None, device=None, requires_grad=False)`: always copies.
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let t = tensor_from_data(
+        py,
+        data,
+        extract_opt_dtype(dtype)?,
+        extract_opt_device(device)?,
+    )?;
+    finish(t, requires_grad)
+}
+
+fn make(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    fill: Option<Scalar>,
+) -> PyResult<(Vec<usize>, DType, Device, Option<Scalar>)> {
+    let shape = parse_size(size)?;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
+    Ok((shape, dtype, device, fill))
+}
+
+macro_rules! filled_factory {
+    ($name:ident, $doc:literal, $value:expr) => {
+        #[doc = $doc]
+        #[pyfunction]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+        fn $name(
+            size: &Bound<'_, PyTuple>,
+            dtype: Option<&Bound<'_, PyAny>>,
+            device: Option<&Bound<'_, PyAny>>,
+            requires_grad: bool,
+        ) -> PyResult<PyTensor> {
+            let (shape, dtype, device, _) = make(size, dtype, device, None)?;
+            let value: Option<Scalar> = $value;
+            let t = match value {
+                Some(v) => Tensor::full(&shape, v, dtype, device),
+                None => Tensor::zeros(&shape, dtype, device),
+            };
+            finish(t.py()?, requires_grad)
+        }
+    };
+}
+
+filled_factory!(zeros, "A tensor of zeros (float32 by default).", None);
+filled_factory!(
+    ones,
+    "A tensor of ones (float32 by default).",
+    Some(Scalar::Int(1))
+);
+// `empty` hands out zeroed memory: reading it is then defined, and for large
+// sizes the kernel's zero pages cost nothing extra.
+filled_factory!(empty, "An uninitialised tensor (zeroed in practice).", None);
+
+/// `rand(*size)`: uniform values in [0, 1).
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+fn rand(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device, _) = make(size, dtype, device, None)?;
+    finish(Tensor::rand(&shape, dtype, device).py()?, requires_grad)
+}
+
+fn number(ob: &Bound<'_, PyAny>, what: &str) -> PyResult<Scalar> {
+    to_scalar(ob)?.ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "{what} must be a number, not {}",
+            ob.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })
+}
+
+/// `full(size, fill_value)`: the dtype follows the value (bool, int64, float32).
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let value = number(fill_value, "fill_value")?;
+    let size = PyTuple::new(size.py(), [size])?;
+    let (shape, _, device, _) = make(&size, None, device, None)?;
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.wrapped_dtype());
+    finish(
+        Tensor::full(&shape, value, dtype, device).py()?,
+        requires_grad,
+    )
+}
+
+/// `arange(end)`, `arange(start, end, step=1)`.
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+fn arange(
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (s, e) = match end {
+        Some(e) if !e.is_none() => (number(start, "start")?, number(e, "end")?),
+        _ => (Scalar::Int(0), number(start, "end")?),
+    };
+    let st = match step {
+        Some(st) => number(st, "step")?,
+        None => Scalar::Int(1),
+    };
+    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
+    let t = crate::ops::arange(s, e, st, extract_opt_dtype(dtype)?, device).py()?;
+    finish(t, requires_grad)
+}
+
+/// `eye(n, m=None)`: the identity matrix.
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+fn eye(
+    n: usize,
+    m: Option<usize>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
+    finish(crate::ops::eye(n, m, dtype, device).py()?, requires_grad)
+}
+
+/// The shape, dtype and device of `like`, with overrides.
+fn like(
+    like: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<usize>, DType, Device)> {
+    let t = like
+        .cast::<PyTensor>()
+        .map_err(|_| PyTypeError::new_err("expected a dlbridge.Tensor"))?;
+    let t = &t.get().inner;
+    Ok((
+        t.shape().to_vec(),
+        extract_opt_dtype(dtype)?.unwrap_or(t.dtype()),
+        extract_opt_device(device)?.unwrap_or(t.device()),
+    ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, *, dtype=None, device=None, requires_grad=false))]
+fn zeros_like(
+    input: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = like(input, dtype, device)?;
+    finish(Tensor::zeros(&shape, dtype, device).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, *, dtype=None, device=None, requires_grad=false))]
+fn empty_like(
+    input: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    zeros_like(input, dtype, device, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, *, dtype=None, device=None, requires_grad=false))]
+fn ones_like(
+    input: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = like(input, dtype, device)?;
+    finish(
+        Tensor::full(&shape, Scalar::Int(1), dtype, device).py()?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full_like(
+    input: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = like(input, dtype, device)?;
+    finish(
+        Tensor::full(&shape, number(fill_value, "fill_value")?, dtype, device).py()?,
+        requires_grad,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, *, dtype=None, device=None, requires_grad=false))]
+fn rand_like(
+    input: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let (shape, dtype, device) = like(input, dtype, device)?;
+    finish(Tensor::rand(&shape, dtype, device).py()?, requires_grad)
+}

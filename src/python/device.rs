@@ -1,0 +1,110 @@
+//! `dlbridge.device`, and reading the many ways PyTorch lets users name one.
+
+use super::errors::IntoPyResult;
+use crate::{Device, DeviceKind};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyInt, PyString};
+
+/// A device (`device('cuda', 0)`, `device('cpu')`).
+#[pyclass(name = "device", module = "dlbridge", frozen, eq, hash)]
+#[derive(PartialEq, Eq, Hash, Clone, Copy)]
+pub struct PyDevice(pub Device);
+
+#[pymethods]
+impl PyDevice {
+    /// `device('cuda:0')`, `device('cuda', 0)`, `device(0)`,
+    /// `device(type='cuda', index=0)`, and `device(device=...)` as the seeds use.
+    #[new]
+    #[pyo3(signature = (r#type=None, index=None, *, device=None))]
+    fn new(
+        r#type: Option<&Bound<'_, PyAny>>,
+        index: Option<i64>,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let spec = match (r#type, device) {
+            (Some(t), None) | (None, Some(t)) => t,
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "device() takes a type string or an index",
+                ));
+            }
+        };
+        let mut parsed = extract_device(spec)?;
+        if let Some(i) = index {
+            if parsed.index.is_some() {
+                return Err(PyRuntimeError::new_err(format!(
+                    "type (string) must not include an index because index was passed explicitly: {parsed}"
+                )));
+            }
+            if i < 0 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "Device index must not be negative, got {i}"
+                )));
+            }
+            if parsed.kind == DeviceKind::Cpu && i != 0 {
+                return Err(PyRuntimeError::new_err(format!(
+                    "CPU device index must be -1 or zero, got {i}"
+                )));
+            }
+            if parsed.kind == DeviceKind::Cuda {
+                parsed.index = Some(i as u32);
+            }
+        }
+        Ok(PyDevice(parsed))
+    }
+
+    #[getter]
+    fn r#type(&self) -> &'static str {
+        match self.0.kind {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+
+    #[getter]
+    fn index(&self) -> Option<u32> {
+        self.0.index
+    }
+
+    fn __repr__(&self) -> String {
+        match self.0.index {
+            Some(i) => format!("device(type='{}', index={i})", self.r#type()),
+            None => format!("device(type='{}')", self.r#type()),
+        }
+    }
+
+    fn __str__(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// Reads a device given as a string, an int (a CUDA index) or a `device`.
+pub(crate) fn extract_device(ob: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(d) = ob.cast::<PyDevice>() {
+        return Ok(d.get().0);
+    }
+    if let Ok(s) = ob.cast::<PyString>() {
+        return Device::parse(&s.to_cow()?).py();
+    }
+    if ob.is_instance_of::<PyInt>() {
+        let i: i64 = ob.extract()?;
+        if i < 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Device index must not be negative, got {i}"
+            )));
+        }
+        return Ok(Device::cuda(Some(i as u32)));
+    }
+    Err(PyTypeError::new_err(format!(
+        "device must be a string, an int or a dlbridge.device, not {}",
+        ob.get_type().name()?
+    )))
+}
+
+pub(crate) fn extract_opt_device(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
+    match ob {
+        Some(ob) if !ob.is_none() => extract_device(ob).map(Some),
+        _ => Ok(None),
+    }
+}

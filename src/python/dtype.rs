@@ -1,0 +1,94 @@
+//! `dlbridge.dtype` objects: one singleton per dtype, so `t.dtype is dlbridge.float64`.
+
+use crate::DType;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+/// A tensor element type (`dlbridge.float32`, ...).
+#[pyclass(name = "dtype", module = "dlbridge", frozen, eq, hash)]
+#[derive(PartialEq, Eq, Hash)]
+pub struct PyDType(pub DType);
+
+static SINGLETONS: PyOnceLock<Vec<Py<PyDType>>> = PyOnceLock::new();
+
+/// The singleton Python object for `dt`.
+pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
+    let all = SINGLETONS.get_or_init(py, || {
+        DType::ALL
+            .iter()
+            .map(|&d| Py::new(py, PyDType(d)).expect("dtype object"))
+            .collect()
+    });
+    all[DType::ALL.iter().position(|&d| d == dt).unwrap()].clone_ref(py)
+}
+
+/// Reads a `dlbridge.dtype` argument.
+pub(crate) fn extract_dtype(ob: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = ob.cast::<PyDType>() {
+        return Ok(d.get().0);
+    }
+    Err(PyTypeError::new_err(format!(
+        "dtype must be a dlbridge.dtype (e.g. dlbridge.float32), not {}",
+        ob.get_type().name()?
+    )))
+}
+
+pub(crate) fn extract_opt_dtype(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
+    match ob {
+        Some(ob) if !ob.is_none() => extract_dtype(ob).map(Some),
+        _ => Ok(None),
+    }
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        self.0.to_string()
+    }
+
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.0.is_floating_point()
+    }
+
+    #[getter]
+    fn is_complex(&self) -> bool {
+        self.0.is_complex()
+    }
+
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.0.is_signed()
+    }
+
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.0.size()
+    }
+
+    fn __reduce__(&self) -> (String, (String,)) {
+        ("dlbridge._dtype_by_name".into(), (self.0.name().into(),))
+    }
+}
+
+/// Adds `float32`, ... and PyTorch's aliases to the module.
+pub(crate) fn add_dtypes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    for dt in DType::ALL {
+        m.add(dt.name(), dtype_object(py, dt))?;
+    }
+    for (alias, name) in [
+        ("float", "float32"),
+        ("double", "float64"),
+        ("half", "float16"),
+        ("int", "int32"),
+        ("long", "int64"),
+        ("short", "int16"),
+        ("cfloat", "complex64"),
+        ("cdouble", "complex128"),
+    ] {
+        m.add(alias, dtype_object(py, DType::from_name(name).unwrap()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Python indexing keys (`t[1, ::2, None, ...]`) -> layout selections.
+
+use crate::Selection;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
+
+fn opt_isize(ob: Bound<'_, PyAny>) -> PyResult<Option<isize>> {
+    if ob.is_none() {
+        Ok(None)
+    } else {
+        ob.extract().map(Some)
+    }
+}
+
+/// Converts a key into selections for a tensor of `ndim` dimensions.
+pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Selection>> {
+    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    let mut out = Vec::with_capacity(items.len());
+    let mut ellipsis_at = None;
+    for item in &items {
+        if item.is_none() {
+            out.push(Selection::NewAxis);
+        } else if item.is(&PyEllipsis::get(key.py())) {
+            if ellipsis_at.is_some() {
+                return Err(PyIndexError::new_err(
+                    "an index can only have a single ellipsis ('...')",
+                ));
+            }
+            ellipsis_at = Some(out.len());
+        } else if let Ok(s) = item.cast::<PySlice>() {
+            let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
+            if step <= 0 {
+                return Err(PyValueError::new_err("step must be greater than zero"));
+            }
+            out.push(Selection::Range {
+                start: opt_isize(s.getattr("start")?)?,
+                stop: opt_isize(s.getattr("stop")?)?,
+                step,
+            });
+        } else if item.is_instance_of::<PyInt>()
+            || item.hasattr("__index__")? && !item.hasattr("shape")?
+        {
+            out.push(Selection::Index(item.extract()?));
+        } else {
+            return Err(PyIndexError::new_err(format!(
+                "dlbridge supports only integers, slices (`:`), ellipsis (`...`) and None as indices (got {})",
+                item.get_type().name()?
+            )));
+        }
+    }
+    if let Some(at) = ellipsis_at {
+        let used = out
+            .iter()
+            .filter(|s| !matches!(s, Selection::NewAxis))
+            .count();
+        let fill = ndim.saturating_sub(used);
+        let full = Selection::Range {
+            start: None,
+            stop: None,
+            step: 1,
+        };
+        out.splice(at..at, std::iter::repeat_n(full, fill));
+    }
+    Ok(out)
+}

@@ -1,0 +1,263 @@
+//! The NumPy bridge: `from_numpy` reads the array struct directly and
+//! `Tensor.numpy()` builds an array over the tensor's memory, both without a
+//! copy and without a DLPack round trip (which would cost more than the
+//! whole call). Byte strides pass through unchanged both ways.
+
+use super::errors::IntoPyResult;
+use super::tensor::PyTensor;
+use crate::storage::{Owner, Storage};
+use crate::{DType, Device, Layout, Tensor};
+use numpy::npyffi::{NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API, PyArrayObject};
+use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use std::sync::Arc;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)
+}
+
+pub(crate) fn is_ndarray(ob: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: PyArray_Check only reads the object's type.
+    unsafe { numpy::npyffi::PyArray_Check(ob.py(), ob.as_ptr()) != 0 }
+}
+
+const SUPPORTED: &str = "The only supported types are: float64, float32, float16, bfloat16 (ml_dtypes), \
+     complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.";
+
+/// Maps a NumPy dtype onto a dlbridge one, refusing what cannot be shared.
+fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
+    let size = descr.itemsize();
+    let found = match (descr.kind(), size) {
+        (b'b', 1) => Some(DType::Bool),
+        (b'i', 1) => Some(DType::I8),
+        (b'i', 2) => Some(DType::I16),
+        (b'i', 4) => Some(DType::I32),
+        (b'i', 8) => Some(DType::I64),
+        (b'u', 1) => Some(DType::U8),
+        (b'u', 2) => Some(DType::U16),
+        (b'u', 4) => Some(DType::U32),
+        (b'u', 8) => Some(DType::U64),
+        (b'f', 2) => Some(DType::F16),
+        (b'f', 4) => Some(DType::F32),
+        (b'f', 8) => Some(DType::F64),
+        (b'c', 8) => Some(DType::C64),
+        (b'c', 16) => Some(DType::C128),
+        // ml_dtypes' bfloat16 registers as a void-kind type named "bfloat16".
+        (b'V', 2) if !descr.has_fields() && descr.typeobj().name()?.to_cow()? == "bfloat16" => {
+            Some(DType::BF16)
+        }
+        _ => None,
+    };
+    let Some(dt) = found else {
+        return Err(PyTypeError::new_err(format!(
+            "can't convert np.ndarray of type {}. {SUPPORTED}",
+            descr.typeobj().fully_qualified_name()?
+        )));
+    };
+    if descr.is_native_byteorder() == Some(false) {
+        return Err(PyValueError::new_err(format!(
+            "given numpy array has byte order different from the native byte order ({}). Conversion \
+             between byte orders is currently not supported; use arr.astype(arr.dtype.newbyteorder('='))",
+            descr.str()?
+        )));
+    }
+    Ok(dt)
+}
+
+/// A tensor over an ndarray's memory that keeps the array alive.
+pub(crate) fn tensor_from_ndarray(ob: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    if !is_ndarray(ob) {
+        return Err(PyTypeError::new_err(format!(
+            "expected np.ndarray (got {})",
+            ob.get_type().name()?
+        )));
+    }
+    let arr = ob.as_ptr().cast::<PyArrayObject>();
+    // SAFETY: `ob` is an ndarray (checked above), so its struct fields are
+    // valid to read while we hold a reference to it.
+    let (data, nd, dims, strides, descr, flags) = unsafe {
+        let a = &(*arr).fields;
+        (
+            a.data,
+            a.nd as usize,
+            a.dimensions,
+            a.strides,
+            a.descr,
+            a.flags,
+        )
+    };
+    // SAFETY: descr is the array's live dtype object.
+    let descr = unsafe { Bound::from_borrowed_ptr(ob.py(), descr.cast()) };
+    let dtype = dtype_of(descr.cast::<PyArrayDescr>()?)?;
+    // SAFETY: dims and strides each hold nd entries.
+    let (shape, byte_strides) = unsafe {
+        (
+            std::slice::from_raw_parts(dims, nd)
+                .iter()
+                .map(|&n| n as usize)
+                .collect::<Vec<_>>(),
+            std::slice::from_raw_parts(strides, nd).to_vec(),
+        )
+    };
+    let layout = Layout {
+        shape,
+        strides: byte_strides,
+        offset: 0,
+    };
+    let (lo, hi) = layout.byte_extent(dtype.size());
+    let layout = Layout {
+        offset: (-lo) as usize,
+        ..layout
+    };
+    let read_only = flags & NPY_ARRAY_WRITEABLE == 0;
+    let owner = Owner::External(Box::new(ob.clone().unbind()));
+    // SAFETY: NumPy guarantees every element of the array lies in
+    // data+lo..data+hi; the owner holds the array (and so its buffer) alive.
+    let storage = unsafe {
+        Storage::from_raw(
+            data.cast::<u8>().wrapping_offset(lo),
+            (hi - lo) as usize,
+            Device::CPU,
+            read_only,
+            owner,
+        )
+    };
+    Tensor::from_parts(Arc::new(storage), layout, dtype).py()
+}
+
+/// `from_numpy(ndarray)`: a tensor sharing the array's memory, dtype kept.
+#[pyfunction]
+fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    Ok(PyTensor::new(tensor_from_ndarray(ob)?))
+}
+
+static BFLOAT16: PyOnceLock<Option<Py<PyArrayDescr>>> = PyOnceLock::new();
+
+/// The NumPy dtype for `dt` (a new reference, as PyArray_NewFromDescr wants).
+fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
+    let num = match dt {
+        DType::Bool => NPY_TYPES::NPY_BOOL,
+        DType::U8 => NPY_TYPES::NPY_UBYTE,
+        DType::I8 => NPY_TYPES::NPY_BYTE,
+        DType::I16 => NPY_TYPES::NPY_SHORT,
+        DType::U16 => NPY_TYPES::NPY_USHORT,
+        DType::I32 => NPY_TYPES::NPY_INT,
+        DType::U32 => NPY_TYPES::NPY_UINT,
+        DType::I64 => return Ok(numpy::dtype::<i64>(py)),
+        DType::U64 => return Ok(numpy::dtype::<u64>(py)),
+        DType::F16 => NPY_TYPES::NPY_HALF,
+        DType::F32 => NPY_TYPES::NPY_FLOAT,
+        DType::F64 => NPY_TYPES::NPY_DOUBLE,
+        DType::C64 => NPY_TYPES::NPY_CFLOAT,
+        DType::C128 => NPY_TYPES::NPY_CDOUBLE,
+        DType::BF16 => {
+            let cached = BFLOAT16.get_or_init(py, || {
+                let ml = py.import("ml_dtypes").ok()?;
+                let np = py.import("numpy").ok()?;
+                let d = np
+                    .getattr("dtype")
+                    .ok()?
+                    .call1((ml.getattr("bfloat16").ok()?,))
+                    .ok()?;
+                d.cast_into::<PyArrayDescr>().ok().map(Bound::unbind)
+            });
+            return match cached {
+                Some(d) => Ok(d.bind(py).clone()),
+                None => Err(PyTypeError::new_err(
+                    "Got unsupported ScalarType BFloat16 (NumPy has no bfloat16; install ml_dtypes to \
+                     get bfloat16 arrays, or convert with .float() first)",
+                )),
+            };
+        }
+    };
+    // SAFETY: a builtin type number always yields a descriptor.
+    let ptr = unsafe { PY_ARRAY_API.PyArray_DescrFromType(py, num as i32) };
+    // SAFETY: DescrFromType returns a new reference.
+    Ok(unsafe { Bound::from_owned_ptr(py, ptr.cast()) }.cast_into::<PyArrayDescr>()?)
+}
+
+/// An ndarray viewing `t`'s memory, whose base object `owner` keeps it alive.
+fn ndarray_over<'py>(owner: &Bound<'py, PyAny>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let py = owner.py();
+    let descr = descr_for(py, t.dtype())?;
+    let mut dims: Vec<numpy::npyffi::npy_intp> = t.shape().iter().map(|&n| n as isize).collect();
+    let mut strides: Vec<numpy::npyffi::npy_intp> = t.layout().strides.clone();
+    let flags = if t.is_read_only() {
+        0
+    } else {
+        NPY_ARRAY_WRITEABLE
+    };
+    // SAFETY: NewFromDescr steals the descriptor reference (hence into_ptr),
+    // dims/strides hold ndim entries, and the data pointer covers every
+    // element the layout addresses. On success SetBaseObject steals a
+    // reference to the owner, which keeps the memory alive with the array.
+    unsafe {
+        let arr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            <numpy::PyUntypedArray as pyo3::PyTypeInfo>::type_object_raw(py),
+            descr.into_ptr().cast(),
+            t.ndim() as i32,
+            dims.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            t.data_ptr().cast(),
+            flags,
+            std::ptr::null_mut(),
+        );
+        let arr = Bound::from_owned_ptr_or_err(py, arr)?;
+        if PY_ARRAY_API.PyArray_SetBaseObject(py, arr.as_ptr().cast(), owner.clone().into_ptr())
+            != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(arr)
+    }
+}
+
+/// `Tensor.numpy(force=False)`.
+pub(crate) fn to_numpy<'py>(
+    slf: &Bound<'py, PyTensor>,
+    force: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let this = slf.get();
+    let t = &this.inner;
+    if !force {
+        if this.requires_grad() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        if !t.device().is_cpu() {
+            return Err(PyTypeError::new_err(format!(
+                "can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+                t.device()
+            )));
+        }
+        return ndarray_over(slf.as_any(), t);
+    }
+    let host = t.to_device(Device::CPU).py()?;
+    let holder = Bound::new(slf.py(), PyTensor::new(host))?;
+    ndarray_over(holder.as_any(), &holder.get().inner)
+}
+
+/// `__array__(dtype=None, copy=None)`: a zero-copy view unless a dtype change or a copy is asked for.
+pub(crate) fn array_protocol<'py>(
+    slf: &Bound<'py, PyTensor>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let arr = to_numpy(slf, false)?;
+    let dtype = dtype.filter(|d| !d.is_none());
+    if dtype.is_none() && copy != Some(true) {
+        return Ok(arr);
+    }
+    let py = slf.py();
+    let np = py.import("numpy")?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    if let Some(d) = dtype {
+        kwargs.set_item("dtype", d)?;
+    }
+    kwargs.set_item("copy", copy)?;
+    np.getattr("array")?.call((arr,), Some(&kwargs))
+}
