@@ -8,6 +8,23 @@ use ndarray::Zip;
 /// Above this many elements, contiguous loops split across cores.
 const PARALLEL_THRESHOLD: usize = 1 << 20;
 
+/// Threads for large contiguous loops: `DLBRIDGE_NUM_THREADS`, else the
+/// available cores (at most 8; memory bandwidth saturates before that).
+fn worker_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("DLBRIDGE_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .min(8)
+            })
+    })
+}
+
 /// Splits three equal-length slices into per-thread chunks and runs `f` on each.
 fn par_chunks<A: Send, B: Sync, C: Sync>(
     out: &mut [A],
@@ -15,9 +32,7 @@ fn par_chunks<A: Send, B: Sync, C: Sync>(
     b: &[C],
     f: impl Fn(&mut [A], &[B], &[C]) + Sync,
 ) {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = worker_threads();
     if out.len() < PARALLEL_THRESHOLD || threads == 1 {
         return f(out, a, b);
     }
@@ -50,33 +65,34 @@ fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
             view::<T>(b).unwrap(),
         )
     };
-    if va.shape() == o.shape() && vb.shape() == o.shape() {
-        if let (Some(os), Some(xs), Some(ys)) = (o.as_slice_mut(), va.as_slice(), vb.as_slice()) {
-            let kernel = move |o: &mut [T], x: &[T], y: &[T]| match op {
-                // One monomorphic loop per operator keeps each one vectorised.
-                BinaryOp::Add => o
-                    .iter_mut()
-                    .zip(x)
-                    .zip(y)
-                    .for_each(|((o, &x), &y)| *o = x.add(y)),
-                BinaryOp::Sub => o
-                    .iter_mut()
-                    .zip(x)
-                    .zip(y)
-                    .for_each(|((o, &x), &y)| *o = x.sub(y)),
-                BinaryOp::Mul => o
-                    .iter_mut()
-                    .zip(x)
-                    .zip(y)
-                    .for_each(|((o, &x), &y)| *o = x.mul(y)),
-                BinaryOp::Div => o
-                    .iter_mut()
-                    .zip(x)
-                    .zip(y)
-                    .for_each(|((o, &x), &y)| *o = x.div(y)),
-            };
-            return par_chunks(os, xs, ys, kernel);
-        }
+    if va.shape() == o.shape()
+        && vb.shape() == o.shape()
+        && let (Some(os), Some(xs), Some(ys)) = (o.as_slice_mut(), va.as_slice(), vb.as_slice())
+    {
+        let kernel = move |o: &mut [T], x: &[T], y: &[T]| match op {
+            // One monomorphic loop per operator keeps each one vectorised.
+            BinaryOp::Add => o
+                .iter_mut()
+                .zip(x)
+                .zip(y)
+                .for_each(|((o, &x), &y)| *o = x.add(y)),
+            BinaryOp::Sub => o
+                .iter_mut()
+                .zip(x)
+                .zip(y)
+                .for_each(|((o, &x), &y)| *o = x.sub(y)),
+            BinaryOp::Mul => o
+                .iter_mut()
+                .zip(x)
+                .zip(y)
+                .for_each(|((o, &x), &y)| *o = x.mul(y)),
+            BinaryOp::Div => o
+                .iter_mut()
+                .zip(x)
+                .zip(y)
+                .for_each(|((o, &x), &y)| *o = x.div(y)),
+        };
+        return par_chunks(os, xs, ys, kernel);
     }
     if vb.len() == 1 && va.shape() == o.shape() {
         let y = *vb.iter().next().unwrap();

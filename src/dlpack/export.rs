@@ -25,15 +25,53 @@ pub struct ExportOptions {
     pub version: Option<DLPackVersion>,
 }
 
+/// Dimensions stored inside the export block itself, so the common case
+/// costs one allocation (and one free in the deleter).
+const INLINE_DIMS: usize = 8;
+
+/// Shape then strides, for the DLTensor to point into.
+enum Dims {
+    Inline([i64; 2 * INLINE_DIMS]),
+    Heap(Vec<i64>),
+}
+
 #[repr(C)]
 struct Exported<H> {
     header: H,
-    shape_and_strides: Vec<i64>,
+    dims: Dims,
     _storage: Arc<Storage>,
 }
 
-/// The DLTensor describing `t`, pointing into `dims` (shape then strides).
-fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
+/// Boxes the header with its dims and storage, then points the header's
+/// shape/strides into the (now address-stable) block.
+fn finish<H>(
+    header: H,
+    t: &Tensor,
+    dims: Dims,
+    tensor: impl Fn(&mut H) -> &mut DLTensor,
+) -> *mut H {
+    let mut block = Box::new(Exported {
+        header,
+        dims,
+        _storage: t.storage().clone(),
+    });
+    let ndim = t.ndim();
+    let base = match &mut block.dims {
+        Dims::Inline(a) => a.as_mut_ptr(),
+        Dims::Heap(v) => v.as_mut_ptr(),
+    };
+    let dl = tensor(&mut block.header);
+    if ndim > 0 {
+        dl.shape = base;
+        // SAFETY: dims holds 2 * ndim values, so base + ndim is in bounds.
+        dl.strides = unsafe { base.add(ndim) };
+    }
+    Box::into_raw(block).cast()
+}
+
+/// The DLTensor describing `t` (shape and strides are set by [`finish`]),
+/// and the dims it will point into.
+fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
     let strides = t.layout().element_strides(t.dtype().size()).ok_or_else(|| {
         Error::Buffer(format!(
             "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item size \
@@ -43,28 +81,28 @@ fn describe(t: &Tensor, dims: &mut Vec<i64>) -> Result<DLTensor> {
         ))
     })?;
     let ndim = t.ndim();
-    dims.reserve_exact(2 * ndim);
-    dims.extend(t.shape().iter().map(|&n| n as i64));
-    dims.extend(strides.iter().map(|&s| s as i64));
-    let base = dims.as_mut_ptr();
-    Ok(DLTensor {
+    let values = t
+        .shape()
+        .iter()
+        .map(|&n| n as i64)
+        .chain(strides.iter().map(|&s| s as i64));
+    let dims = if ndim <= INLINE_DIMS {
+        let mut a = [0i64; 2 * INLINE_DIMS];
+        a.iter_mut().zip(values).for_each(|(d, v)| *d = v);
+        Dims::Inline(a)
+    } else {
+        Dims::Heap(values.collect())
+    };
+    let dl = DLTensor {
         data: t.data_ptr().cast::<c_void>(),
         device: t.device().to_dlpack(),
         ndim: ndim as i32,
         dtype: t.dtype().to_dlpack(),
-        shape: if ndim == 0 {
-            std::ptr::null_mut()
-        } else {
-            base
-        },
-        // SAFETY: dims holds 2 * ndim values, so base + ndim is in bounds.
-        strides: if ndim == 0 {
-            std::ptr::null_mut()
-        } else {
-            unsafe { base.add(ndim) }
-        },
+        shape: std::ptr::null_mut(),
+        strides: std::ptr::null_mut(),
         byte_offset: 0,
-    })
+    };
+    Ok((dl, dims))
 }
 
 /// Runs the block's destructor without letting a panic cross the C boundary.
@@ -96,8 +134,7 @@ pub fn export_versioned(
     t: &Tensor,
     options: ExportOptions,
 ) -> Result<*mut DLManagedTensorVersioned> {
-    let mut dims = Vec::new();
-    let dl_tensor = describe(t, &mut dims)?;
+    let (dl_tensor, dims) = describe(t)?;
     let mut flags = DlpackFlags::empty();
     flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
     flags.set(DlpackFlags::IS_COPIED, options.is_copied);
@@ -108,12 +145,7 @@ pub fn export_versioned(
         flags,
         dl_tensor,
     };
-    let block = Box::new(Exported {
-        header,
-        shape_and_strides: dims,
-        _storage: t.storage().clone(),
-    });
-    Ok(Box::into_raw(block).cast())
+    Ok(finish(header, t, dims, |h| &mut h.dl_tensor))
 }
 
 /// Exports `t` as a legacy `DLManagedTensor`. The legacy ABI has no flags,
@@ -127,19 +159,13 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
                 .into(),
         ));
     }
-    let mut dims = Vec::new();
-    let dl_tensor = describe(t, &mut dims)?;
+    let (dl_tensor, dims) = describe(t)?;
     let header = DLManagedTensor {
         dl_tensor,
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_legacy),
     };
-    let block = Box::new(Exported {
-        header,
-        shape_and_strides: dims,
-        _storage: t.storage().clone(),
-    });
-    Ok(Box::into_raw(block).cast())
+    Ok(finish(header, t, dims, |h| &mut h.dl_tensor))
 }
 
 #[cfg(test)]
@@ -171,6 +197,18 @@ mod tests {
         assert_eq!(back.to_scalars().unwrap(), vec![Scalar::Float(1.5); 3]);
         drop(back);
         assert_eq!(live_storages(), before);
+    }
+
+    #[test]
+    fn high_rank_exports_keep_their_dims() {
+        let shape = [1usize, 2, 1, 2, 1, 2, 1, 2, 1, 2];
+        let t = Tensor::zeros(&shape, DType::U8, Device::CPU).unwrap();
+        let raw = export_versioned(&t, ExportOptions::default()).unwrap();
+        // SAFETY: raw is a fresh export we own.
+        let managed = unsafe { Managed::from_raw(raw) }.unwrap();
+        let back = import_versioned_or_legacy(managed).unwrap();
+        assert_eq!(back.shape(), &shape);
+        assert_eq!(back.layout().strides, t.layout().strides);
     }
 
     #[test]

@@ -261,7 +261,12 @@ fn is_immutable_producer(ob: &Bound<'_, PyAny>) -> bool {
 /// Calls the producer's `__dlpack__`, preferring a versioned capsule.
 fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = ob.py();
-    let method = ob.getattr(pyo3::intern!(py, "__dlpack__"))?;
+    let method = ob.getattr(pyo3::intern!(py, "__dlpack__")).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "from_dlpack expects an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; got {}",
+            ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
     match method.call((), Some(versioned_request(py)?)) {
         Ok(capsule) => Ok(capsule),
         // Producers predating DLPack 1.0 do not know max_version.
@@ -273,35 +278,24 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 /// Imports any DLPack producer (or capsule) as a tensor sharing its memory.
 /// Also reports whether the producer said it copied.
 pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
-    let py = ob.py();
-    let capsule;
-    let source = if ob.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        if let Ok(dev) = ob.call_method0(pyo3::intern!(py, "__dlpack_device__")) {
-            let (ty, id): (u32, i32) = dev.extract()?;
-            let dev = dlpark::ffi::DLDevice {
-                device_type: dlpark::ffi::DLDeviceType(ty),
-                device_id: id,
-            };
-            let device =
-                Device::from_dlpack(dev).map_err(|e| PyBufferError::new_err(e.to_string()))?;
-            if !device.is_cpu() {
-                return Err(super::errors::to_py(crate::Error::no_cuda(device)));
-            }
-        }
-        capsule = request_capsule(ob)?;
-        &capsule
+    // SAFETY: a type check on a live object.
+    let is_capsule = unsafe { ffi::PyCapsule_CheckExact(ob.as_ptr()) } == 1;
+    // This build has no CUDA backend, so no consumer stream is negotiated: a
+    // CUDA producer's tensor is refused after import, when its device is read.
+    let capsule = if is_capsule {
+        ob.clone()
     } else {
-        ob
+        request_capsule(ob)?
     };
-    let read_only_producer = is_immutable_producer(ob);
-    match consume_capsule(source)? {
+    match consume_capsule(&capsule)? {
         Imported::Versioned(m) => {
             let flags = m.flags();
             let copied = flags.contains(DlpackFlags::IS_COPIED);
-            let ro = flags.contains(DlpackFlags::READ_ONLY) || read_only_producer;
+            let ro = flags.contains(DlpackFlags::READ_ONLY) || is_immutable_producer(ob);
             Ok((import_with(m, ro).py()?, copied))
         }
-        Imported::Legacy(m) => Ok((import_with(m, read_only_producer).py()?, false)),
+        // Legacy capsules cannot carry READ_ONLY, so only they need the producer check.
+        Imported::Legacy(m) => Ok((import_with(m, is_immutable_producer(ob)).py()?, false)),
     }
 }
 

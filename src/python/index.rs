@@ -24,7 +24,7 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
     for item in &items {
         if item.is_none() {
             out.push(Selection::NewAxis);
-        } else if item.is(&PyEllipsis::get(key.py())) {
+        } else if item.is(PyEllipsis::get(key.py())) {
             if ellipsis_at.is_some() {
                 return Err(PyIndexError::new_err(
                     "an index can only have a single ellipsis ('...')",

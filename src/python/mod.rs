@@ -6,6 +6,7 @@ mod device;
 mod dlpack;
 mod dtype;
 mod errors;
+mod fastcall;
 mod index;
 mod numpy;
 mod tensor;
@@ -15,6 +16,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
+    fastcall::install(&m.py().get_type::<tensor::PyTensor>())?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;

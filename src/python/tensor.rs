@@ -846,14 +846,11 @@ impl PyTensor {
         let py = slf.py();
         let items = (0..n)
             .map(|i| {
-                Ok(Py::new(
-                    py,
-                    this.derived(
-                        this.inner
-                            .index(&[crate::Selection::Index(i as isize)])
-                            .py()?,
-                    ),
-                )?)
+                let row = this
+                    .inner
+                    .index(&[crate::Selection::Index(i as isize)])
+                    .py()?;
+                Py::new(py, this.derived(row))
             })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(pyo3::types::PyList::new(py, items)?
@@ -880,16 +877,7 @@ impl PyTensor {
         super::numpy::array_protocol(slf, dtype, copy)
     }
 
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__(
-        slf: &Bound<'_, Self>,
-        stream: Option<&Bound<'_, PyAny>>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(i32, i32)>,
-        copy: Option<bool>,
-    ) -> PyResult<Py<PyAny>> {
-        super::dlpack::dlpack(slf, stream, max_version, dl_device, copy)
-    }
+    // `__dlpack__` is installed as a vectorcall method by `fastcall.rs`.
 
     fn __dlpack_device__(&self) -> (u32, i32) {
         super::dlpack::dlpack_device(&self.inner)

@@ -1,33 +1,41 @@
-//! Host allocations: 64-byte aligned (JAX imports aligned CPU buffers without a
-//! copy, and SIMD loops like it), with transparent huge pages for large ones
-//! as NumPy does, which keeps page-fault cost off big elementwise results.
+//! Host allocations: 64-byte aligned (JAX imports aligned CPU buffers without
+//! a copy, and SIMD loops like it). Large buffers come straight from `mmap`:
+//! page-aligned, zero-filled lazily by the kernel (so `zeros` costs nothing
+//! until touched) and advised to use transparent huge pages, which keeps
+//! page-fault cost off big elementwise results, as NumPy does.
 
 use crate::{Error, Result};
 use std::alloc::{self, Layout};
 
 const ALIGN: usize = 64;
-/// Above this size, ask the kernel for huge pages (NumPy uses 4 MiB too).
-const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+/// From this size on, allocate pages directly (glibc would mmap anyway, but
+/// std's aligned path would then memset the whole block for `zeroed`).
+const MMAP_THRESHOLD: usize = 1 << 20;
 
 /// An owned, aligned host byte buffer.
 pub struct HostBuffer {
     ptr: *mut u8,
-    layout: Layout,
+    len: usize,
+    mapped: bool,
 }
 
-// SAFETY: the buffer is plain memory from the global allocator, freed once in Drop.
+// SAFETY: the buffer is plain memory owned by this value and freed once in Drop.
 unsafe impl Send for HostBuffer {}
 // SAFETY: shared references expose only the address.
 unsafe impl Sync for HostBuffer {}
 
+fn out_of_memory(len: usize) -> Error {
+    Error::Runtime(format!(
+        "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
+    ))
+}
+
 impl HostBuffer {
     pub fn new(len: usize, zeroed: bool) -> Result<HostBuffer> {
-        let too_big = || {
-            Error::Runtime(format!(
-                "cannot allocate {len} bytes on the host: size too large"
-            ))
-        };
-        let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| too_big())?;
+        if len >= MMAP_THRESHOLD {
+            return HostBuffer::map(len);
+        }
+        let layout = Layout::from_size_align(len.max(1), ALIGN).expect("small layouts are valid");
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe {
             if zeroed {
@@ -37,17 +45,38 @@ impl HostBuffer {
             }
         };
         if ptr.is_null() {
-            return Err(Error::Runtime(format!(
-                "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
-            )));
+            return Err(out_of_memory(len));
         }
-        if len >= HUGE_PAGE_THRESHOLD {
-            // madvise wants a page-aligned start: advise from the first whole page.
-            let skip = ptr.align_offset(4096);
-            // SAFETY: advisory only, on pages inside the block we own; failure is harmless.
-            unsafe { libc::madvise(ptr.add(skip).cast(), len - skip, libc::MADV_HUGEPAGE) };
+        Ok(HostBuffer {
+            ptr,
+            len,
+            mapped: false,
+        })
+    }
+
+    /// Fresh anonymous pages: always zeroed, page-aligned.
+    fn map(len: usize) -> Result<HostBuffer> {
+        // SAFETY: an anonymous private mapping touches no existing memory.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(out_of_memory(len));
         }
-        Ok(HostBuffer { ptr, layout })
+        // SAFETY: advisory only, on the mapping we just made; failure is harmless.
+        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        Ok(HostBuffer {
+            ptr: ptr.cast(),
+            len,
+            mapped: true,
+        })
     }
 
     pub fn as_ptr(&self) -> *mut u8 {
@@ -57,8 +86,15 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this exact layout and freed only here.
-        unsafe { alloc::dealloc(self.ptr, self.layout) };
+        if self.mapped {
+            // SAFETY: unmaps exactly the mapping made in `map`, once.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        } else {
+            let layout =
+                Layout::from_size_align(self.len.max(1), ALIGN).expect("valid when allocated");
+            // SAFETY: allocated in `new` with this exact layout and freed only here.
+            unsafe { alloc::dealloc(self.ptr, layout) };
+        }
     }
 }
 
@@ -68,13 +104,13 @@ mod tests {
 
     #[test]
     fn buffers_are_aligned_and_zeroed_on_request() {
-        for len in [0, 1, 63, 4096, HUGE_PAGE_THRESHOLD + 1] {
+        for len in [0, 1, 63, 4096, MMAP_THRESHOLD + 1] {
             let b = HostBuffer::new(len, true).unwrap();
             assert_eq!(b.as_ptr() as usize % ALIGN, 0);
-            // SAFETY: the buffer holds at least max(len, 1) bytes.
+            // SAFETY: the buffer holds at least len bytes.
             let bytes = unsafe { std::slice::from_raw_parts(b.as_ptr(), len) };
             assert!(bytes.iter().all(|&x| x == 0));
         }
-        assert!(HostBuffer::new(usize::MAX, false).is_err());
+        assert!(HostBuffer::new(usize::MAX / 2, false).is_err());
     }
 }
