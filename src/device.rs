@@ -35,27 +35,34 @@ impl Device {
         self.kind == DeviceKind::Cpu
     }
 
-    /// Parses `cpu`, `cuda`, `cuda:1` (PyTorch's device strings).
+    /// Parses `cpu`, `cpu:0`, `cuda`, `cuda:1` (PyTorch's grammar:
+    /// `[a-zA-Z_]+(:(0|[1-9][0-9]*))?`).
     pub fn parse(spec: &str) -> Result<Device> {
+        let invalid = || Error::Runtime(format!("Invalid device string: '{spec}'"));
         let (kind, index) = match spec.split_once(':') {
             Some((kind, index)) => (kind, Some(index)),
             None => (spec, None),
         };
+        if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphabetic() || c == '_') {
+            return Err(invalid());
+        }
         let index = match index {
             None => None,
-            Some(text) => match text.parse::<u32>() {
-                Ok(i) if !text.starts_with('+') => Some(i),
-                _ => bail!(Runtime, "Invalid device string: '{spec}'"),
-            },
+            Some(text) => {
+                let digits = !text.is_empty() && text.chars().all(|c| c.is_ascii_digit());
+                if !digits || (text.len() > 1 && text.starts_with('0')) {
+                    return Err(invalid());
+                }
+                Some(text.parse::<u32>().map_err(|_| invalid())?)
+            }
         };
         match kind {
             "cpu" => match index {
-                None | Some(0) => Ok(Device::CPU),
-                Some(_) => bail!(
-                    Runtime,
-                    "CPU device index must be -1 or zero, got {}",
-                    index.unwrap_or(0)
-                ),
+                None | Some(0) => Ok(Device {
+                    kind: DeviceKind::Cpu,
+                    index,
+                }),
+                Some(i) => bail!(Runtime, "CPU device index must be -1 or zero, got {i}"),
             },
             "cuda" => Ok(Device::cuda(index)),
             _ => bail!(
@@ -63,6 +70,11 @@ impl Device {
                 "Expected one of cpu, cuda device type at start of device string: {spec}"
             ),
         }
+    }
+
+    /// The device memory actually lives on: `cpu:0` is the CPU.
+    pub fn canonical(self) -> Device {
+        if self.is_cpu() { Device::CPU } else { self }
     }
 
     /// The DLPack `(device_type, device_id)` of this device.
@@ -100,7 +112,8 @@ impl std::fmt::Display for Device {
     /// `cpu`, `cuda`, `cuda:0`: the form used in PyTorch's messages.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.kind, self.index) {
-            (DeviceKind::Cpu, _) => write!(f, "cpu"),
+            (DeviceKind::Cpu, None) => write!(f, "cpu"),
+            (DeviceKind::Cpu, Some(i)) => write!(f, "cpu:{i}"),
             (DeviceKind::Cuda, None) => write!(f, "cuda"),
             (DeviceKind::Cuda, Some(i)) => write!(f, "cuda:{i}"),
         }
@@ -118,6 +131,8 @@ mod tests {
         assert_eq!(Device::parse("cuda:1").unwrap(), Device::cuda(Some(1)));
         assert!(Device::parse("cuda:x").is_err());
         assert!(Device::parse("cuda:-1").is_err());
+        assert!(Device::parse("cuda0").is_err());
+        assert_eq!(Device::parse("cpu:0").unwrap().canonical(), Device::CPU);
         assert!(Device::parse("tpu").is_err());
         assert_eq!(Device::cuda(Some(0)).to_string(), "cuda:0");
     }

@@ -18,6 +18,9 @@ pub enum Error {
     /// An index outside a dimension (Python `IndexError`).
     #[error("{0}")]
     Index(String),
+    /// An operation PyTorch also refuses for this dtype (Python `NotImplementedError`).
+    #[error("{0}")]
+    NotImplemented(String),
     /// A DLPack export or import that cannot be honoured (Python `BufferError`).
     #[error("{0}")]
     Buffer(String),

@@ -28,8 +28,10 @@ pub enum Selection {
         stop: Option<isize>,
         step: isize,
     },
-    /// A new dimension of size 1 (`None` in Python).
+    /// A new dimension of size 1 (`None` or `True` in Python).
     NewAxis,
+    /// A new dimension of size 0 (`False` in Python).
+    EmptyAxis,
 }
 
 /// Row-major byte strides for `shape`.
@@ -146,11 +148,18 @@ impl Layout {
     }
 
     /// Applies Python-style indexing and returns the view's layout.
-    pub fn select(&self, selections: &[Selection]) -> Result<Layout> {
+    pub fn select(&self, selections: &[Selection], itemsize: usize) -> Result<Layout> {
         let consumed = selections
             .iter()
-            .filter(|s| !matches!(s, Selection::NewAxis))
+            .filter(|s| !matches!(s, Selection::NewAxis | Selection::EmptyAxis))
             .count();
+        if self.ndim() == 0 && consumed > 0 {
+            bail!(
+                Index,
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in \
+                 C++ to convert a 0-dim tensor to a number"
+            );
+        }
         if consumed > self.ndim() {
             bail!(
                 Index,
@@ -166,9 +175,9 @@ impl Layout {
         let mut dim = 0;
         for sel in selections {
             match *sel {
-                Selection::NewAxis => {
-                    out.shape.push(1);
-                    out.strides.push(0);
+                Selection::NewAxis | Selection::EmptyAxis => {
+                    out.shape.push(usize::from(*sel == Selection::NewAxis));
+                    out.strides.push(NEW_AXIS);
                 }
                 Selection::Index(i) => {
                     let n = self.shape[dim] as isize;
@@ -183,7 +192,10 @@ impl Layout {
                     dim += 1;
                 }
                 Selection::Range { start, stop, step } => {
-                    if step <= 0 {
+                    if step == 0 {
+                        bail!(Value, "slice step cannot be zero");
+                    }
+                    if step < 0 {
                         bail!(Value, "step must be greater than zero");
                     }
                     let n = self.shape[dim] as isize;
@@ -209,9 +221,22 @@ impl Layout {
         }
         out.shape.extend_from_slice(&self.shape[dim..]);
         out.strides.extend_from_slice(&self.strides[dim..]);
+        // New axes take the stride `unsqueeze` gives them: the span of the
+        // dimension to their right (one element at the end).
+        for i in (0..out.ndim()).rev() {
+            if out.strides[i] == NEW_AXIS {
+                out.strides[i] = match out.shape.get(i + 1) {
+                    Some(&n) => out.strides[i + 1] * n as isize,
+                    None => itemsize as isize,
+                };
+            }
+        }
         Ok(out)
     }
 }
+
+/// Placeholder stride for new axes until their neighbours are known.
+const NEW_AXIS: isize = isize::MIN;
 
 fn offset_by(offset: usize, delta: isize) -> usize {
     // Views never step outside their storage, so the sum stays in range.
@@ -222,7 +247,8 @@ fn offset_by(offset: usize, delta: isize) -> usize {
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
-    for i in 0..n {
+    // Right to left, so a mismatch names the dimension PyTorch names.
+    for i in (0..n).rev() {
         let da = if i + a.len() >= n {
             a[i + a.len() - n]
         } else {
@@ -277,38 +303,47 @@ mod tests {
     fn slicing_matches_python() {
         let l = Layout::contiguous(vec![4, 5], 8);
         let v = l
-            .select(&[
-                Index(-1),
-                Range {
-                    start: Some(1),
-                    stop: None,
-                    step: 2,
-                },
-            ])
+            .select(
+                &[
+                    Index(-1),
+                    Range {
+                        start: Some(1),
+                        stop: None,
+                        step: 2,
+                    },
+                ],
+                8,
+            )
             .unwrap();
         assert_eq!(v.shape, vec![2]);
         assert_eq!(v.strides, vec![16]);
         assert_eq!(v.offset, 3 * 40 + 8);
         let e = l
-            .select(&[Range {
-                start: Some(3),
-                stop: Some(1),
-                step: 1,
-            }])
+            .select(
+                &[Range {
+                    start: Some(3),
+                    stop: Some(1),
+                    step: 1,
+                }],
+                8,
+            )
             .unwrap();
         assert_eq!(e.shape, vec![0, 5]);
-        let n = l.select(&[NewAxis, Index(0)]).unwrap();
+        let n = l.select(&[NewAxis, Index(0)], 8).unwrap();
         assert_eq!(n.shape, vec![1, 5]);
-        assert!(matches!(l.select(&[Index(4)]), Err(Error::Index(_))));
+        assert!(matches!(l.select(&[Index(4)], 8), Err(Error::Index(_))));
         assert!(matches!(
-            l.select(&[Index(0), Index(0), Index(0)]),
+            l.select(&[Index(0), Index(0), Index(0)], 8),
             Err(Error::Index(_))
         ));
-        let step0 = l.select(&[Range {
-            start: None,
-            stop: None,
-            step: 0,
-        }]);
+        let step0 = l.select(
+            &[Range {
+                start: None,
+                stop: None,
+                step: 0,
+            }],
+            8,
+        );
         assert!(matches!(step0, Err(Error::Value(_))));
     }
 

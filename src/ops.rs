@@ -81,19 +81,41 @@ fn device_of(operands: &[Operand]) -> Result<Device> {
 fn as_tensor(op: Operand, dtype: DType, device: Device) -> Result<Tensor> {
     match op {
         Operand::Tensor(t) => cpu::materialize(&t.to_dtype(dtype)?),
-        Operand::Scalar(s) => Tensor::full(&[], s, dtype, device),
+        // Python numbers wrap into the op's dtype (PyTorch checks ranges
+        // only when creating or filling tensors).
+        Operand::Scalar(s) => {
+            let t = Tensor::empty(&[], dtype, device)?;
+            cpu::fill(&t, s);
+            Ok(t)
+        }
     }
 }
 
-fn check_bool_op(op: BinaryOp, dtype: DType) -> Result<()> {
-    if op == BinaryOp::Sub && dtype == DType::Bool {
-        bail!(
-            Runtime,
-            "Subtraction, the `-` operator, with two bool tensors is not supported. If you are trying \
-             to invert a mask, use the `~` or `logical_not()` operator instead."
-        );
+fn is_bool(op: &Operand) -> bool {
+    match op {
+        Operand::Tensor(t) => t.dtype() == DType::Bool,
+        Operand::Scalar(s) => matches!(s, Scalar::Bool(_)),
     }
-    Ok(())
+}
+
+/// PyTorch refuses subtraction whenever an operand is bool.
+fn check_bool_op(op: BinaryOp, a: &Operand, b: &Operand) -> Result<()> {
+    if op != BinaryOp::Sub {
+        return Ok(());
+    }
+    match (is_bool(a), is_bool(b)) {
+        (true, true) => bail!(
+            NotImplemented,
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+             `logical_xor()` operator instead."
+        ),
+        (true, false) | (false, true) => bail!(
+            NotImplemented,
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to \
+             invert a mask, use the `~` or `logical_not()` operator instead."
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The dtype an op computes and returns in: true division of integers and
@@ -112,7 +134,7 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
         return Err(Error::no_cuda(device));
     }
     let dtype = compute_dtype(op, result_type(&[a, b])?);
-    check_bool_op(op, dtype)?;
+    check_bool_op(op, &a, &b)?;
     let (ta, tb) = (as_tensor(a, dtype, device)?, as_tensor(b, dtype, device)?);
     let shape = broadcast_shapes(ta.shape(), tb.shape())?;
     let out = Tensor::empty(&shape, dtype, device)?;
@@ -135,7 +157,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
             dst.dtype().scalar_type_name()
         );
     }
-    check_bool_op(op, dtype)?;
+    check_bool_op(op, &Operand::Tensor(dst), &b)?;
     if let Operand::Tensor(t) = b {
         let shape = broadcast_shapes(dst.shape(), t.shape())?;
         if shape != dst.shape() {
@@ -169,7 +191,7 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
     a.ensure_cpu()?;
     if a.dtype() == DType::Bool {
         bail!(
-            Runtime,
+            NotImplemented,
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert \
              a mask, use the `~` or `logical_not()` operator instead."
         );
@@ -204,7 +226,7 @@ pub fn mean(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
     let dt = dtype.unwrap_or(a.dtype());
     if !(dt.is_floating_point() || dt.is_complex()) {
         bail!(
-            Runtime,
+            NotImplemented,
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex \
              dtype. Got: {}",
             dt.scalar_type_name()
@@ -254,7 +276,7 @@ pub fn arange(
     if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
         bail!(
             Runtime,
-            "upper bound and larger bound inconsistent with step sign"
+            "upper bound and lower bound inconsistent with step sign"
         );
     }
     let n = ((e - s) / st).ceil() as usize;

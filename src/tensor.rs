@@ -79,6 +79,9 @@ impl Tensor {
 
     /// A contiguous host tensor holding `values` (row-major), cast to `dtype`.
     pub fn from_scalars(shape: &[usize], values: &[Scalar], dtype: DType) -> Result<Tensor> {
+        for v in values {
+            v.check_fits(dtype, dtype.name())?;
+        }
         let t = Tensor::empty(shape, dtype, Device::CPU)?;
         assert_eq!(values.len(), t.numel(), "one value per element");
         crate::with_element!(dtype, T => {
@@ -159,7 +162,7 @@ impl Tensor {
 
     /// Python-style indexing (`t[1, ::2, None]`): a view sharing memory.
     pub fn index(&self, selections: &[Selection]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.select(selections)?))
+        Ok(self.with_layout(self.layout.select(selections, self.dtype.size())?))
     }
 
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
@@ -242,6 +245,15 @@ impl Tensor {
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        let shape = crate::layout::broadcast_shapes(self.shape(), src.shape())?;
+        if shape != self.shape() {
+            bail!(
+                Runtime,
+                "output with shape {:?} doesn't match the broadcast shape {:?}",
+                self.shape(),
+                shape
+            );
+        }
         self.ensure_writable()?;
         self.ensure_cpu()?;
         src.ensure_cpu()?;
@@ -255,6 +267,7 @@ impl Tensor {
 
     /// Sets every element to `value` (`Tensor.fill_`).
     pub fn fill_(&self, value: Scalar) -> Result<()> {
+        value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
         self.ensure_writable()?;
         self.ensure_cpu()?;
         if !cpu::fill(self, value) {
@@ -293,7 +306,7 @@ impl Tensor {
     pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         if !(dtype.is_floating_point() || dtype.is_complex()) {
             bail!(
-                Runtime,
+                NotImplemented,
                 "\"check_uniform_bounds\" not implemented for '{}'",
                 dtype.scalar_type_name()
             );

@@ -58,7 +58,37 @@ macro_rules! float_arith {
         }
     )*};
 }
-float_arith!(f32, f64, f16, bf16, Complex32, Complex64);
+float_arith!(f32, f64, f16, bf16);
+
+macro_rules! complex_arith {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, r: Self) -> Self { self + r }
+            #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
+            #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
+            /// Smith's division, as PyTorch's `c10::complex`: scaled to avoid
+            /// overflow, and dividing by zero gives infinities rather than NaN.
+            #[inline(always)]
+            fn div(self, r: Self) -> Self {
+                let (a, b, c, d) = (self.re, self.im, r.re, r.im);
+                if c.abs() >= d.abs() {
+                    if c == 0.0 && d == 0.0 {
+                        return <$t>::new(a / c.abs(), b / d.abs());
+                    }
+                    let rat = d / c;
+                    let scl = 1.0 / (c + d * rat);
+                    <$t>::new((a + b * rat) * scl, (b - a * rat) * scl)
+                } else {
+                    let rat = c / d;
+                    let scl = 1.0 / (d + c * rat);
+                    <$t>::new((a * rat + b) * scl, (b * rat - a) * scl)
+                }
+            }
+            #[inline(always)] fn neg(self) -> Self { -self }
+        }
+    )*};
+}
+complex_arith!(Complex32, Complex64);
 
 impl Arith for bool {
     #[inline(always)]

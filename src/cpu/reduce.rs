@@ -23,7 +23,9 @@ fn sum_typed<T: Element>(t: &Tensor) -> Scalar {
                 });
             Scalar::Complex(s.re, s.im)
         }
-        crate::Category::Floating => Scalar::Float(v.iter().map(|&x| x.cast::<f64>()).sum()),
+        crate::Category::Floating => {
+            Scalar::Float(v.iter().fold(0.0, |acc, &x| acc + x.cast::<f64>()))
+        }
         _ => Scalar::Int(
             v.iter()
                 .fold(0i64, |acc, &x| acc.wrapping_add(x.cast::<i64>())) as i128,

@@ -2,7 +2,7 @@
 
 use super::tensor::PyTensor;
 use crate::{DType, Scalar, Tensor};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PySequence, PyTuple};
 
@@ -20,18 +20,22 @@ pub(crate) fn to_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     if let Ok(c) = ob.cast::<PyComplex>() {
         return Ok(Some(Scalar::Complex(c.real(), c.imag())));
     }
-    // NumPy scalars (np.int32(3), np.bool_(True), ...) are not Python number types.
-    if ob.hasattr(pyo3::intern!(ob.py(), "dtype"))? && ob.hasattr(pyo3::intern!(ob.py(), "item"))? {
-        if let Ok(t) = ob.cast::<PyTensor>() {
-            let _ = t;
-            return Ok(None);
-        }
-        let ndim: usize = ob.getattr("ndim").and_then(|n| n.extract()).unwrap_or(1);
-        if ndim == 0 {
-            return to_scalar(&ob.call_method0("item")?);
-        }
+    // NumPy scalars (np.int32(3), np.bool_(True), ...) are not all Python number types.
+    if ob.is_instance(numpy_generic(ob.py())?)? {
+        return to_scalar(&ob.call_method0(pyo3::intern!(ob.py(), "item"))?);
     }
     Ok(None)
+}
+
+static NUMPY_GENERIC: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `numpy.generic`, the base class of NumPy's scalar types.
+fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    NUMPY_GENERIC
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("numpy")?.getattr("generic")?.unbind())
+        })
+        .map(|g| g.bind(py))
 }
 
 fn int_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
@@ -75,85 +79,105 @@ pub(crate) fn nested_list(
 pub(crate) struct Parsed {
     pub shape: Vec<usize>,
     pub values: Vec<Scalar>,
-    /// PyTorch's inference: bool < int64 < float32 < complex64.
     pub dtype: DType,
 }
 
 /// Walks nested lists/tuples of numbers (and 0-d tensors), checking that
-/// every level is rectangular.
+/// every level is rectangular. The dtype is PyTorch's inference: the
+/// promotion of every element's own dtype, where NumPy scalars and 0-d
+/// tensors bring theirs and Python numbers the defaults (bool, int64,
+/// float32, complex64).
 pub(crate) fn parse_nested(ob: &Bound<'_, PyAny>) -> PyResult<Parsed> {
-    let mut shape = Vec::new();
-    let mut values = Vec::new();
-    walk(ob, 0, &mut shape, &mut values)?;
-    let dtype = values.iter().fold(None::<DType>, |acc, s| {
-        let d = s.wrapped_dtype();
-        Some(match acc {
-            Some(a) => a.max(d),
-            None => d,
-        })
-    });
-    let dtype = match dtype {
-        Some(DType::Bool) => DType::Bool,
-        Some(DType::I64) => DType::I64,
-        Some(DType::C64) => DType::C64,
-        _ => DType::F32,
+    let mut walker = Walker {
+        shape: Vec::new(),
+        values: Vec::new(),
+        dtype: None,
     };
-    Ok(Parsed {
+    walker.walk(ob, 0)?;
+    let Walker {
         shape,
         values,
         dtype,
+    } = walker;
+    Ok(Parsed {
+        shape,
+        values,
+        dtype: dtype.unwrap_or(DType::DEFAULT_FLOAT),
     })
 }
 
-fn walk(
-    ob: &Bound<'_, PyAny>,
-    depth: usize,
-    shape: &mut Vec<usize>,
-    values: &mut Vec<Scalar>,
-) -> PyResult<()> {
-    if let Some(s) = to_scalar(ob)? {
-        if depth != shape.len() {
+struct Walker {
+    shape: Vec<usize>,
+    values: Vec<Scalar>,
+    dtype: Option<DType>,
+}
+
+impl Walker {
+    fn push(&mut self, depth: usize, value: Scalar, dtype: DType) -> PyResult<()> {
+        if depth != self.shape.len() {
             return Err(PyValueError::new_err(format!(
                 "expected sequence of length {} at dim {} (got a number)",
-                shape[depth], depth
+                self.shape[depth], depth
             )));
         }
-        values.push(s);
-        return Ok(());
+        self.values.push(value);
+        self.dtype = Some(match self.dtype {
+            None => dtype,
+            Some(d) => DType::promote(d, dtype).map_err(super::errors::to_py)?,
+        });
+        Ok(())
     }
-    if let Ok(t) = ob.cast::<PyTensor>() {
-        let t = &t.get().inner;
-        if t.numel() == 1 && t.ndim() == 0 {
-            values.push(t.item().map_err(super::errors::to_py)?);
-            return Ok(());
+
+    fn walk(&mut self, ob: &Bound<'_, PyAny>, depth: usize) -> PyResult<()> {
+        if let Ok(t) = ob.cast::<PyTensor>() {
+            let t = &t.get().inner;
+            if t.ndim() == 0 {
+                return self.push(depth, t.item().map_err(super::errors::to_py)?, t.dtype());
+            }
         }
-    }
-    let seq = if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
-        ob.cast::<PySequence>()?.clone()
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "Could not infer dtype of {}",
-            ob.get_type().name()?
-        )));
-    };
-    let len = seq.len()?;
-    if depth == shape.len() {
-        if !values.is_empty() {
+        if ob.is_instance(numpy_generic(ob.py())?)? {
+            let descr = ob.getattr(pyo3::intern!(ob.py(), "dtype"))?;
+            let dtype = super::numpy::dtype_of(descr.cast::<numpy::PyArrayDescr>()?)?;
+            let value = to_scalar(ob)?.expect("NumPy scalars are numbers");
+            return self.push(depth, value, dtype);
+        }
+        if let Some(s) = to_scalar(ob)? {
+            return self.push(depth, s, s.wrapped_dtype());
+        }
+        let seq = if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
+            ob.cast::<PySequence>()?.clone()
+        } else if ob.is_instance_of::<pyo3::types::PyString>() {
+            // PyTorch's two messages for text: at the top, and inside a list.
+            return Err(if depth == 0 {
+                pyo3::exceptions::PyTypeError::new_err("new(): invalid data type 'str'")
+            } else {
+                PyValueError::new_err("too many dimensions 'str'")
+            });
+        } else {
+            return Err(PyRuntimeError::new_err(format!(
+                "Could not infer dtype of {}",
+                ob.get_type().name()?
+            )));
+        };
+        let len = seq.len()?;
+        if depth == self.shape.len() {
+            if !self.values.is_empty() {
+                return Err(PyValueError::new_err(format!(
+                    "expected a number at dim {depth} (got a sequence)"
+                )));
+            }
+            self.shape.push(len);
+        } else if self.shape[depth] != len {
             return Err(PyValueError::new_err(format!(
-                "expected a number at dim {depth} (got a sequence)"
+                "expected sequence of length {} at dim {} (got {})",
+                self.shape[depth], depth, len
             )));
         }
-        shape.push(len);
-    } else if shape[depth] != len {
-        return Err(PyValueError::new_err(format!(
-            "expected sequence of length {} at dim {} (got {})",
-            shape[depth], depth, len
-        )));
+        for item in seq.try_iter()? {
+            self.walk(&item?, depth + 1)?;
+        }
+        Ok(())
     }
-    for item in seq.try_iter()? {
-        walk(&item?, depth + 1, shape, values)?;
-    }
-    Ok(())
 }
 
 /// Builds a fresh tensor from parsed nested data.

@@ -5,7 +5,7 @@ use super::convert::to_scalar;
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
 use super::errors::IntoPyResult;
-use super::tensor::{PyTensor, parse_size, tensor_from_nested};
+use super::tensor::{PyTensor, check_sizes, parse_size, size_values, tensor_from_nested};
 use crate::{DType, Device, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -120,7 +120,9 @@ macro_rules! filled_factory {
             device: Option<&Bound<'_, PyAny>>,
             requires_grad: bool,
         ) -> PyResult<PyTensor> {
-            let (shape, dtype, device, _) = make(size, dtype, device, None)?;
+            let (_, dtype, device, _) = make(&PyTuple::empty(size.py()), dtype, device, None)?;
+            let factory = (stringify!($name) == "zeros").then_some("zeros");
+            let shape = check_sizes(&size_values(size)?, factory)?;
             let value: Option<Scalar> = $value;
             let t = match value {
                 Some(v) => Tensor::full(&shape, v, dtype, device),
@@ -214,12 +216,18 @@ fn arange(
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 fn eye(
-    n: usize,
-    m: Option<usize>,
+    n: i64,
+    m: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
+    let size = |v: i64, name: &str| {
+        usize::try_from(v).map_err(|_| {
+            PyRuntimeError::new_err(format!("{name} must be greater or equal to 0, got {v}"))
+        })
+    };
+    let (n, m) = (size(n, "n")?, m.map(|m| size(m, "m")).transpose()?);
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
     let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
     finish(crate::ops::eye(n, m, dtype, device).py()?, requires_grad)

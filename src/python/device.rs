@@ -30,7 +30,11 @@ impl PyDevice {
                 ));
             }
         };
-        let mut parsed = extract_device(spec)?;
+        // Keeps `cpu:0`'s index for display, unlike placement arguments.
+        let mut parsed = match spec.cast::<PyString>() {
+            Ok(s) => Device::parse(&s.to_cow()?).py()?,
+            Err(_) => extract_device(spec)?,
+        };
         if let Some(i) = index {
             if parsed.index.is_some() {
                 return Err(PyRuntimeError::new_err(format!(
@@ -47,9 +51,7 @@ impl PyDevice {
                     "CPU device index must be -1 or zero, got {i}"
                 )));
             }
-            if parsed.kind == DeviceKind::Cuda {
-                parsed.index = Some(i as u32);
-            }
+            parsed.index = Some(i as u32);
         }
         Ok(PyDevice(parsed))
     }
@@ -77,15 +79,19 @@ impl PyDevice {
     fn __str__(&self) -> String {
         self.0.to_string()
     }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, pyo3::types::PyType>, (String,)) {
+        (slf.get_type(), (slf.get().0.to_string(),))
+    }
 }
 
 /// Reads a device given as a string, an int (a CUDA index) or a `device`.
 pub(crate) fn extract_device(ob: &Bound<'_, PyAny>) -> PyResult<Device> {
     if let Ok(d) = ob.cast::<PyDevice>() {
-        return Ok(d.get().0);
+        return Ok(d.get().0.canonical());
     }
     if let Ok(s) = ob.cast::<PyString>() {
-        return Device::parse(&s.to_cow()?).py();
+        return Device::parse(&s.to_cow()?).map(Device::canonical).py();
     }
     if ob.is_instance_of::<PyInt>() {
         let i: i64 = ob.extract()?;

@@ -67,8 +67,12 @@ impl PyDType {
         self.0.size()
     }
 
-    fn __reduce__(&self) -> (String, (String,)) {
-        ("dlbridge._dtype_by_name".into(), (self.0.name().into(),))
+    /// Pickles as a lookup by name, so unpickling gives the same singleton.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
+        Ok((
+            py.import("dlbridge")?.getattr("_dtype_by_name")?,
+            (self.0.name(),),
+        ))
     }
 }
 

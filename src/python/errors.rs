@@ -2,7 +2,9 @@
 
 use crate::Error;
 use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyBufferError, PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 
 pub(crate) fn to_py(e: Error) -> PyErr {
     match e {
@@ -11,6 +13,7 @@ pub(crate) fn to_py(e: Error) -> PyErr {
         Error::Value(m) => PyValueError::new_err(m),
         Error::Index(m) => PyIndexError::new_err(m),
         Error::Buffer(m) => PyBufferError::new_err(m),
+        Error::NotImplemented(m) => PyNotImplementedError::new_err(m),
     }
 }
 

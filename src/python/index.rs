@@ -24,6 +24,14 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
     for item in &items {
         if item.is_none() {
             out.push(Selection::NewAxis);
+        } else if let Ok(b) = item.cast::<pyo3::types::PyBool>() {
+            // As in NumPy and PyTorch: a scalar bool index adds an axis of
+            // length 1 (True) or 0 (False); it is not the integer 0 or 1.
+            out.push(if b.is_true() {
+                Selection::NewAxis
+            } else {
+                Selection::EmptyAxis
+            });
         } else if item.is(PyEllipsis::get(key.py())) {
             if ellipsis_at.is_some() {
                 return Err(PyIndexError::new_err(
@@ -33,7 +41,10 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
             ellipsis_at = Some(out.len());
         } else if let Ok(s) = item.cast::<PySlice>() {
             let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
-            if step <= 0 {
+            if step == 0 {
+                return Err(PyValueError::new_err("slice step cannot be zero"));
+            }
+            if step < 0 {
                 return Err(PyValueError::new_err("step must be greater than zero"));
             }
             out.push(Selection::Range {
@@ -55,7 +66,7 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
     if let Some(at) = ellipsis_at {
         let used = out
             .iter()
-            .filter(|s| !matches!(s, Selection::NewAxis))
+            .filter(|s| !matches!(s, Selection::NewAxis | Selection::EmptyAxis))
             .count();
         let fill = ndim.saturating_sub(used);
         let full = Selection::Range {

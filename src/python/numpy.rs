@@ -27,7 +27,7 @@ const SUPPORTED: &str = "The only supported types are: float64, float32, float16
      complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.";
 
 /// Maps a NumPy dtype onto a dlbridge one, refusing what cannot be shared.
-fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
+pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     let size = descr.itemsize();
     let found = match (descr.kind(), size) {
         (b'b', 1) => Some(DType::Bool),
@@ -64,6 +64,25 @@ fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
         )));
     }
     Ok(dt)
+}
+
+/// A reference to the Python object that owns a tensor's memory.
+///
+/// The last owner of a storage may be a DLPack deleter run from a capsule
+/// destructor or from another library's thread, where pyo3 does not know the
+/// GIL is held and would defer the release. Dropping this takes the GIL
+/// (re-entrantly) so the object goes at once; once interpreter shutdown has
+/// begun nothing may run Python, so it is leaked instead.
+pub(crate) struct PyOwner(pub(crate) Option<Py<PyAny>>);
+
+impl Drop for PyOwner {
+    fn drop(&mut self) {
+        if let Some(obj) = self.0.take()
+            && Python::try_attach(|_| drop(obj)).is_none()
+        {
+            // Shutting down: the object would be freed by the exit anyway.
+        }
+    }
 }
 
 /// A tensor over an ndarray's memory that keeps the array alive.
@@ -112,7 +131,7 @@ pub(crate) fn tensor_from_ndarray(ob: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         ..layout
     };
     let read_only = flags & NPY_ARRAY_WRITEABLE == 0;
-    let owner = Owner::External(Box::new(ob.clone().unbind()));
+    let owner = Owner::External(Box::new(PyOwner(Some(ob.clone().unbind()))));
     // SAFETY: NumPy guarantees every element of the array lies in
     // data+lo..data+hi; the owner holds the array (and so its buffer) alive.
     let storage = unsafe {

@@ -124,6 +124,11 @@ fn normalize_dim(dim: isize, ndim: usize) -> PyResult<usize> {
 
 /// Shape arguments as PyTorch takes them: `f(2, 3)` or `f((2, 3))`.
 pub(crate) fn parse_size(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    check_sizes(&size_values(args)?, None)
+}
+
+/// The raw (possibly negative) sizes in `f(2, 3)` or `f((2, 3))`.
+pub(crate) fn size_values(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
     let items = if args.len() == 1 && !args.get_item(0)?.is_instance_of::<pyo3::types::PyInt>() {
         args.get_item(0)?
             .try_iter()?
@@ -134,35 +139,41 @@ pub(crate) fn parse_size(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
     items
         .iter()
         .map(|i| {
-            let n: i64 = i.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "size must be a tuple of ints, not {}",
-                    i.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                ))
-            })?;
-            usize::try_from(n).map_err(|_| {
-                PyRuntimeError::new_err(format!(
-                    "Trying to create tensor with negative dimension {n}: {:?}",
-                    items.iter().map(|i| i.to_string()).collect::<Vec<_>>()
-                ))
+            i.extract::<i64>().map_err(|_| {
+                let kind = i
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                PyTypeError::new_err(format!("size must be a tuple of ints, not {kind}"))
             })
         })
         .collect()
 }
 
+/// Refuses negative sizes with PyTorch's message (`zeros` has its own).
+pub(crate) fn check_sizes(sizes: &[i64], factory: Option<&str>) -> PyResult<Vec<usize>> {
+    if let Some(&bad) = sizes.iter().find(|&&n| n < 0) {
+        return Err(PyRuntimeError::new_err(match factory {
+            Some(name) => format!("{name}: Dimension size must be non-negative."),
+            None => format!("Trying to create tensor with negative dimension {bad}: {sizes:?}"),
+        }));
+    }
+    Ok(sizes.iter().map(|&n| n as usize).collect())
+}
+
 impl PyTensor {
+    /// `self op other`; NotImplemented for operands dlbridge does not know,
+    /// so Python can try the other side and then raise its own TypeError.
     fn binary(
         &self,
         py: Python<'_>,
         other: &Bound<'_, PyAny>,
         op: BinaryOp,
         reflected: bool,
-    ) -> PyResult<Option<PyTensor>> {
+    ) -> PyResult<Py<PyAny>> {
         let Some(r) = rhs(other)? else {
-            return Ok(None);
+            return Ok(py.NotImplemented());
         };
         let a = &self.inner;
         let (out, rg) = match &r {
@@ -183,10 +194,11 @@ impl PyTensor {
                 (maybe_detach(py, a.numel(), || ops::binary(x, y, op)), false)
             }
         };
-        Ok(Some(PyTensor::with_grad(
-            out.py()?,
-            self.requires_grad() || rg,
-        )))
+        Ok(Py::new(
+            py,
+            PyTensor::with_grad(out.py()?, self.requires_grad() || rg),
+        )?
+        .into_any())
     }
 
     fn binary_inplace(
@@ -215,6 +227,16 @@ impl PyTensor {
                 maybe_detach(py, dst.numel(), || ops::binary_(dst, s.into(), op)).py()
             }
         }
+    }
+
+    /// The single value behind `float(t)` and `int(t)`.
+    fn scalar_value(&self) -> PyResult<Scalar> {
+        if self.inner.numel() != 1 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "only one element tensors can be converted to Python scalars",
+            ));
+        }
+        self.inner.item().py()
     }
 
     fn derived(&self, inner: Tensor) -> PyTensor {
@@ -670,51 +692,51 @@ impl PyTensor {
 
     // ----- arithmetic -----
 
-    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Add, false)
     }
 
-    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Add, true)
     }
 
-    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Sub, false)
     }
 
-    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Sub, true)
     }
 
-    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Mul, false)
     }
 
-    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Mul, true)
     }
 
-    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Div, false)
     }
 
-    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Div, true)
     }
 
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Add, false)
     }
 
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Sub, false)
     }
 
-    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Mul, false)
     }
 
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.binary(py, other, BinaryOp::Div, false)
     }
 
@@ -767,11 +789,11 @@ impl PyTensor {
     fn __bool__(&self) -> PyResult<bool> {
         if self.inner.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
+                "Boolean value of Tensor with {} is ambiguous",
                 if self.inner.numel() == 0 {
-                    "no"
+                    "no values"
                 } else {
-                    "more than one"
+                    "more than one value"
                 }
             )));
         }
@@ -784,7 +806,7 @@ impl PyTensor {
     }
 
     fn __float__(&self) -> PyResult<f64> {
-        match self.inner.item().py()? {
+        match self.scalar_value()? {
             Scalar::Bool(b) => Ok(b as u8 as f64),
             Scalar::Int(i) => Ok(i as f64),
             Scalar::Float(f) => Ok(f),
@@ -793,7 +815,7 @@ impl PyTensor {
     }
 
     fn __int__(&self) -> PyResult<i128> {
-        match self.inner.item().py()? {
+        match self.scalar_value()? {
             Scalar::Bool(b) => Ok(b as i128),
             Scalar::Int(i) => Ok(i),
             Scalar::Float(f) if f.is_finite() => Ok(f.trunc() as i128),

@@ -1,0 +1,92 @@
+"""Shared helpers for the dlbridge test suite.
+
+Everything here uses the real numpy / torch / ml_dtypes; nothing is mocked.
+dlbridge itself is imported by the test modules, not here, so that
+test_formatting.py keeps running when the extension is not built.
+"""
+
+import gc
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+# Every CUDA request on this machine (no CUDA backend) must say this.
+NO_CUDA = r"(?i)no CUDA device or driver"
+
+# (name, numpy dtype). The name is both the dlbridge and the torch attribute.
+DTYPES = [
+    ("bool", np.dtype(np.bool_)),
+    ("uint8", np.dtype(np.uint8)),
+    ("int8", np.dtype(np.int8)),
+    ("int16", np.dtype(np.int16)),
+    ("int32", np.dtype(np.int32)),
+    ("int64", np.dtype(np.int64)),
+    ("uint16", np.dtype(np.uint16)),
+    ("uint32", np.dtype(np.uint32)),
+    ("uint64", np.dtype(np.uint64)),
+    ("float16", np.dtype(np.float16)),
+    ("float32", np.dtype(np.float32)),
+    ("float64", np.dtype(np.float64)),
+    ("complex64", np.dtype(np.complex64)),
+    ("complex128", np.dtype(np.complex128)),
+    ("bfloat16", np.dtype(ml_dtypes.bfloat16)),
+]
+DTYPE_NAMES = [name for name, _ in DTYPES]
+NP_DTYPE = dict(DTYPES)
+FLOAT_NAMES = ["float16", "bfloat16", "float32", "float64"]
+COMPLEX_NAMES = ["complex64", "complex128"]
+INT_NAMES = ["uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"]
+
+
+def sample(name, shape=(2, 3)):
+    """A small array of the given dtype name with distinct, exactly representable values."""
+    dt = NP_DTYPE[name]
+    n = int(np.prod(shape, dtype=np.int64))
+    base = np.arange(n)
+    if name == "bool":
+        vals = base % 3 == 0
+    elif name in COMPLEX_NAMES:
+        vals = (base % 7 + 1) + 1j * (base % 5 - 2)
+    else:
+        vals = base % 7 + 1
+    return np.asarray(vals).astype(dt).reshape(shape)
+
+
+def other_value(name):
+    """A scalar of that dtype that `sample` never produces."""
+    if name == "bool":
+        return False  # sample()[0] is True
+    if name in COMPLEX_NAMES:
+        return 9 - 3j
+    return 9
+
+
+def ptr(a):
+    """Address of the first element of a numpy array."""
+    return a.__array_interface__["data"][0]
+
+
+def collect():
+    for _ in range(2):
+        gc.collect()
+
+
+@pytest.fixture
+def no_leak():
+    """Yields dlbridge's live storage count and asserts the test left it unchanged.
+
+    Objects alive before the test are frozen (gc.freeze) for its duration, so that the
+    many gc.collect() calls of the lifetime tests scan only what the test made.
+    """
+    import dlbridge as db  # imported here so test_formatting.py runs without a built dlbridge
+
+    gc.collect()
+    gc.freeze()
+    try:
+        base = db._core.live_storages()
+        yield base
+        collect()
+        assert db._core.live_storages() == base, "storages leaked (or freed too often)"
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,348 @@
+"""The DLPack protocol: db.from_dlpack, Tensor.__dlpack__ and Tensor.__dlpack_device__."""
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+from conftest import DTYPE_NAMES, NO_CUDA, collect, ptr, sample
+
+
+def is_capsule(c, name):
+    return type(c).__name__ == "PyCapsule" and f'"{name}"' in repr(c)
+
+
+# --------------------------------------------------------------------------- from_dlpack sources
+
+SOURCES = {
+    # name -> (make source, address of its first element, expected values)
+    "numpy": lambda a: (a, ptr(a)),
+    "torch": lambda a: (torch.from_numpy(a), ptr(a)),
+    "dlbridge": lambda a: (db.from_numpy(a), ptr(a)),
+    "numpy_capsule_legacy": lambda a: (a.__dlpack__(), ptr(a)),
+    "numpy_capsule_versioned": lambda a: (a.__dlpack__(max_version=(1, 0)), ptr(a)),
+    "torch_capsule_legacy": lambda a: (torch.from_numpy(a).__dlpack__(), ptr(a)),
+    "torch_capsule_versioned": lambda a: (torch.from_numpy(a).__dlpack__(max_version=(1, 0)), ptr(a)),
+    "dlbridge_capsule_legacy": lambda a: (db.from_numpy(a).__dlpack__(), ptr(a)),
+    "dlbridge_capsule_versioned": lambda a: (db.from_numpy(a).__dlpack__(max_version=(1, 0)), ptr(a)),
+}
+
+
+@pytest.mark.parametrize("make", SOURCES.values(), ids=SOURCES.keys())
+def test_from_dlpack_sources_are_zero_copy(make):
+    a = np.arange(6.0).reshape(2, 3)
+    src, addr = make(a)
+    t = db.from_dlpack(src)
+    assert t.dtype is db.float64
+    assert t.shape == (2, 3)
+    assert t.data_ptr() == addr
+    assert t.tolist() == a.tolist()
+    a[0, 0] = 42.0
+    assert t[0, 0].item() == 42.0
+    t[1, 1] = -1.0
+    assert a[1, 1] == -1.0
+
+
+@pytest.mark.parametrize("name", [n for n in DTYPE_NAMES if n != "bfloat16"])
+def test_from_dlpack_numpy_every_dtype(name):
+    a = sample(name)
+    t = db.from_dlpack(a)
+    assert t.dtype is getattr(db, name)
+    assert t.data_ptr() == ptr(a)
+    np.testing.assert_array_equal(t.numpy(), a)
+
+
+@pytest.mark.parametrize("name", [n for n in DTYPE_NAMES if n != "bfloat16"])
+def test_numpy_from_dlpack_every_dtype(name):
+    t = db.from_numpy(sample(name))
+    a = np.from_dlpack(t)
+    assert a.dtype == sample(name).dtype
+    assert ptr(a) == t.data_ptr()
+    np.testing.assert_array_equal(a, sample(name))
+
+
+def test_from_dlpack_of_dlbridge_tensor_shares_memory():
+    t = db.zeros(3)
+    u = db.from_dlpack(t)
+    assert u.data_ptr() == t.data_ptr()
+    u.fill_(2)
+    assert t.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_from_dlpack_copy_true_gives_fresh_buffer():
+    a = np.arange(4.0)
+    t = db.from_dlpack(a, copy=True)
+    assert t.data_ptr() != ptr(a)
+    assert t.tolist() == a.tolist()
+    a[0] = 100.0
+    assert t[0].item() == 0.0
+    t[1] = -5.0
+    assert a[1] == 1.0
+    assert not t.is_read_only
+
+
+def test_from_dlpack_copy_true_of_read_only_source_is_writeable():
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    t = db.from_dlpack(a, copy=True)
+    t.add_(1)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+    assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_from_dlpack_copy_false_when_no_copy_needed():
+    a = np.arange(4.0)
+    t = db.from_dlpack(a, copy=False)
+    assert t.data_ptr() == ptr(a)
+
+
+@pytest.mark.parametrize("device", ["cpu", db.device("cpu"), None], ids=["str", "device", "None"])
+def test_from_dlpack_device_cpu(device):
+    a = np.arange(3.0)
+    t = db.from_dlpack(a, device=device)
+    assert t.device == db.device("cpu")
+    assert t.data_ptr() == ptr(a)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", db.device("cuda")], ids=["cuda", "cuda:0", "device"])
+def test_from_dlpack_device_cuda_raises(device):
+    with pytest.raises(RuntimeError, match=NO_CUDA):
+        db.from_dlpack(np.arange(3.0), device=device)
+
+
+def test_from_dlpack_source_argument_is_positional_only():
+    with pytest.raises(TypeError):
+        db.from_dlpack(x=np.arange(3.0))
+
+
+@pytest.mark.parametrize("obj", [[1, 2], 3.0, "abc", None, object()], ids=["list", "float", "str", "None", "object"])
+def test_from_dlpack_non_dlpack_object_raises_type_error(obj):
+    with pytest.raises(TypeError):
+        db.from_dlpack(obj)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(3.0).__dlpack__(),
+    lambda: np.arange(3.0).__dlpack__(max_version=(1, 0)),
+    lambda: db.arange(3).__dlpack__(),
+    lambda: db.arange(3).__dlpack__(max_version=(1, 0)),
+], ids=["numpy_legacy", "numpy_versioned", "dlbridge_legacy", "dlbridge_versioned"])
+def test_consumed_capsule_cannot_be_reused(make):
+    c = make()
+    t = db.from_dlpack(c)
+    with pytest.raises(ValueError):
+        db.from_dlpack(c)
+    assert t.tolist() == [0, 1, 2]
+
+
+def test_capsule_consumed_by_torch_cannot_be_reused_by_dlbridge():
+    c = db.arange(3).__dlpack__()
+    tt = torch.from_dlpack(c)
+    with pytest.raises(ValueError):
+        db.from_dlpack(c)
+    assert tt.tolist() == [0, 1, 2]
+
+
+# --------------------------------------------------------------------------- __dlpack__ / __dlpack_device__
+
+
+def test_dlpack_device_is_cpu():
+    assert db.zeros(2).__dlpack_device__() == (1, 0)
+    assert db.from_numpy(np.zeros(2)).__dlpack_device__() == (1, 0)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({}, "dltensor"),
+    ({"max_version": None}, "dltensor"),
+    ({"max_version": (0, 8)}, "dltensor"),
+    ({"max_version": (0, 0)}, "dltensor"),
+    ({"max_version": (1, 0)}, "dltensor_versioned"),
+    ({"max_version": (1, 1)}, "dltensor_versioned"),
+    ({"max_version": (2, 0)}, "dltensor_versioned"),
+], ids=lambda x: str(x) if not isinstance(x, str) else x)
+def test_dlpack_capsule_kind(kwargs, name):
+    t = db.arange(3)
+    c = t.__dlpack__(**kwargs)
+    assert type(c).__name__ == "PyCapsule"
+    assert is_capsule(c, name), repr(c)
+    u = db.from_dlpack(c)
+    assert u.data_ptr() == t.data_ptr()
+
+
+def test_dlpack_arguments_are_keyword_only():
+    with pytest.raises(TypeError):
+        db.arange(3).__dlpack__(None)
+
+
+@pytest.mark.parametrize("stream", [1, -1, 0])
+def test_dlpack_stream_on_cpu_raises_value_error(stream):
+    with pytest.raises(ValueError):
+        db.arange(3).__dlpack__(stream=stream)
+
+
+def test_dlpack_dl_device_cpu_is_fine():
+    t = db.arange(3)
+    c = t.__dlpack__(dl_device=(1, 0))
+    assert db.from_dlpack(c).data_ptr() == t.data_ptr()
+
+
+@pytest.mark.parametrize("dl_device", [(2, 0), (2, 1)])
+def test_dlpack_dl_device_cuda_raises_buffer_error(dl_device):
+    with pytest.raises(BufferError):
+        db.arange(3).__dlpack__(dl_device=dl_device)
+
+
+def test_dlpack_requires_grad_raises_buffer_error():
+    t = db.ones(3, requires_grad=True)
+    with pytest.raises(BufferError):
+        t.__dlpack__()
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(1, 0))
+    assert db.from_dlpack(t.detach()).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_dlpack_copy_true_is_a_copy():
+    t = db.arange(4, dtype=db.float64)
+    c = t.__dlpack__(copy=True, max_version=(1, 0))
+    u = db.from_dlpack(c)
+    assert u.data_ptr() != t.data_ptr()
+    assert u.tolist() == t.tolist()
+    u.fill_(9)
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_numpy_from_dlpack_copy_true_does_not_share_memory():
+    t = db.arange(4, dtype=db.float64)
+    a = np.from_dlpack(t, copy=True)
+    assert not np.shares_memory(a, t.numpy())
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_numpy_from_dlpack_copy_false_shares_memory():
+    t = db.arange(4, dtype=db.float64)
+    a = np.from_dlpack(t, copy=False)
+    assert ptr(a) == t.data_ptr()
+
+
+def _read_only(values=(1.0, 2.0, 3.0)):
+    a = np.array(values)
+    a.flags.writeable = False
+    return a, db.from_numpy(a)
+
+
+def test_read_only_tensor_legacy_export_raises_buffer_error():
+    _, t = _read_only()
+    with pytest.raises(BufferError):
+        t.__dlpack__()
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(0, 8))
+
+
+def test_read_only_tensor_versioned_export_into_numpy_is_read_only():
+    a, t = _read_only()
+    c = t.__dlpack__(max_version=(1, 0))
+    assert is_capsule(c, "dltensor_versioned")
+    out = np.from_dlpack(t)  # numpy >= 2.1 asks for a versioned capsule and honours READ_ONLY
+    assert not out.flags.writeable
+    assert ptr(out) == ptr(a)
+    u = db.from_dlpack(c)
+    assert u.is_read_only
+    with pytest.raises(RuntimeError):
+        u.fill_(0)
+    assert a.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_read_only_tensor_copy_export_is_writeable():
+    a, t = _read_only()
+    out = np.from_dlpack(t, copy=True)
+    assert out.flags.writeable
+    out[0] = 100
+    assert a[0] == 1.0
+
+
+def test_read_only_numpy_array_imports_read_only():
+    a, _ = _read_only()
+    t = db.from_dlpack(a)
+    assert t.is_read_only
+    assert t.data_ptr() == ptr(a)
+    with pytest.raises(RuntimeError):
+        t.add_(1)
+    assert a.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_odd_byte_strides_raise_buffer_error_on_export():
+    buf = np.arange(40, dtype=np.uint8)
+    v = np.lib.stride_tricks.as_strided(buf.view(np.int16)[:1], shape=(4, 3), strides=(5, 3))
+    t = db.from_numpy(v)
+    with pytest.raises(BufferError):
+        t.__dlpack__()
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(1, 0))
+    # a copy is contiguous and exports fine
+    assert np.from_dlpack(t.contiguous()).tolist() == v.tolist()
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)], ids=["legacy", "versioned"])
+def test_unconsumed_capsule_is_freed(no_leak, max_version):
+    base = no_leak
+    t = db.arange(100)
+    c = t.__dlpack__(max_version=max_version)
+    del t
+    collect()
+    assert db._core.live_storages() == base + 1  # the capsule holds the storage
+    del c
+    collect()
+    assert db._core.live_storages() == base
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)], ids=["legacy", "versioned"])
+def test_consumed_capsule_owner_lives_with_the_consumer(no_leak, max_version):
+    base = no_leak
+    c = db.arange(100).__dlpack__(max_version=max_version)
+    a = np.from_dlpack(_CapsuleHolder(c))
+    del c
+    collect()
+    assert db._core.live_storages() == base + 1
+    assert a.sum() == sum(range(100))
+    del a
+    collect()
+    assert db._core.live_storages() == base
+
+
+class _CapsuleHolder:
+    """Hands one pre-made capsule to a consumer through the protocol."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        c, self.capsule = self.capsule, None
+        return c
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_export_of_views_keeps_strides_and_offset():
+    base = np.arange(24.0).reshape(4, 6)
+    t = db.from_numpy(base)[1:, ::2]
+    a = np.from_dlpack(t)
+    assert ptr(a) == t.data_ptr() == ptr(base[1:, ::2])
+    assert a.strides == base[1:, ::2].strides
+    assert a.tolist() == base[1:, ::2].tolist()
+
+
+def test_export_of_negative_strides():
+    base = np.arange(5.0)
+    t = db.from_numpy(base[::-1])
+    a = np.from_dlpack(t)
+    assert a.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]
+    assert ptr(a) == ptr(base[::-1])
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3)], ids=str)
+def test_export_degenerate_shapes(shape):
+    t = db.zeros(*shape) if shape else db.tensor(1.5)
+    a = np.from_dlpack(t)
+    assert a.shape == shape
+    assert a.tolist() == t.tolist()
