@@ -20,18 +20,6 @@ pub trait Element: Copy + Send + Sync + 'static + bytemuck::Zeroable {
     }
 }
 
-/// Real part of a scalar as `f64` (PyTorch drops the imaginary part when
-/// casting complex to real).
-#[inline(always)]
-fn real(s: Scalar) -> f64 {
-    match s {
-        Scalar::Bool(b) => b as u8 as f64,
-        Scalar::Int(i) => i as f64,
-        Scalar::Float(f) => f,
-        Scalar::Complex(re, _) => re,
-    }
-}
-
 #[inline(always)]
 fn int(s: Scalar) -> i128 {
     match s {
@@ -66,7 +54,7 @@ impl Element for f32 {
         match s {
             // Direct from i128 rounds once (through f64 would round twice).
             Scalar::Int(i) => i as f32,
-            s => real(s) as f32,
+            s => s.as_f64() as f32,
         }
     }
 }
@@ -79,7 +67,7 @@ impl Element for f64 {
     }
     #[inline(always)]
     fn from_scalar(s: Scalar) -> Self {
-        real(s)
+        s.as_f64()
     }
 }
 
@@ -90,7 +78,7 @@ macro_rules! half_element {
             #[inline(always)]
             fn to_scalar(self) -> Scalar { Scalar::Float(self.to_f64()) }
             #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self { <$t>::from_f64(real(s)) }
+            fn from_scalar(s: Scalar) -> Self { <$t>::from_f64(s.as_f64()) }
         }
     )*};
 }

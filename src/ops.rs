@@ -236,18 +236,9 @@ pub fn mean(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
     let n = a.numel() as f64;
     let value = match total.item()? {
         Scalar::Complex(re, im) => Scalar::Complex(re / n, im / n),
-        s => Scalar::Float(as_f64(s) / n),
+        s => Scalar::Float(s.as_f64() / n),
     };
     Tensor::full(&[], value, dt, a.device())
-}
-
-fn as_f64(s: Scalar) -> f64 {
-    match s {
-        Scalar::Bool(b) => b as u8 as f64,
-        Scalar::Int(i) => i as f64,
-        Scalar::Float(f) => f,
-        Scalar::Complex(re, _) => re,
-    }
 }
 
 /// `arange(start, end, step)`: integers when every bound is an integer.
@@ -266,7 +257,7 @@ pub fn arange(
     } else {
         DType::DEFAULT_FLOAT
     });
-    let (s, e, st) = (as_f64(start), as_f64(end), as_f64(step));
+    let (s, e, st) = (start.as_f64(), end.as_f64(), step.as_f64());
     if st == 0.0 {
         bail!(Runtime, "step must be nonzero");
     }

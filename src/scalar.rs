@@ -27,6 +27,18 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// The real part as `f64` (PyTorch drops the imaginary part when casting
+    /// complex to real; bools are 0 and 1).
+    #[inline(always)]
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+            Scalar::Complex(re, _) => re,
+        }
+    }
+
     /// Refuses integers (and floats) outside an integer dtype's range, as
     /// PyTorch does when creating or filling tensors; `type_name` is the name
     /// PyTorch's message uses at that call site.
