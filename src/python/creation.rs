@@ -2,10 +2,11 @@
 //! `eye`, `rand` and the `*_like` forms, with PyTorch's defaults.
 
 use super::convert::to_scalar;
+use super::convert::{parse_nested, tensor_from_parsed};
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
 use super::errors::IntoPyResult;
-use super::tensor::{PyTensor, check_sizes, parse_size, size_values, tensor_from_nested};
+use super::tensor::{PyTensor, check_sizes, parse_size, size_values};
 use crate::{DType, Device, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -56,7 +57,7 @@ pub(crate) fn tensor_from_data(
             })
             .py()?
         }
-        None => tensor_from_nested(data, dtype)?,
+        None => tensor_from_parsed(&parse_nested(data)?, dtype).py()?,
     };
     match device {
         Some(d) if !d.is_cpu() => fresh.to_device(d).py(),
@@ -97,16 +98,15 @@ fn tensor(
     finish(t, requires_grad)
 }
 
-fn make(
-    size: &Bound<'_, PyTuple>,
+/// The `dtype=` and `device=` of a factory, with PyTorch's defaults (float32, CPU).
+fn placement(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    fill: Option<Scalar>,
-) -> PyResult<(Vec<usize>, DType, Device, Option<Scalar>)> {
-    let shape = parse_size(size)?;
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
-    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
-    Ok((shape, dtype, device, fill))
+) -> PyResult<(DType, Device)> {
+    Ok((
+        extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT),
+        extract_opt_device(device)?.unwrap_or(Device::CPU),
+    ))
 }
 
 macro_rules! filled_factory {
@@ -120,7 +120,7 @@ macro_rules! filled_factory {
             device: Option<&Bound<'_, PyAny>>,
             requires_grad: bool,
         ) -> PyResult<PyTensor> {
-            let (_, dtype, device, _) = make(&PyTuple::empty(size.py()), dtype, device, None)?;
+            let (dtype, device) = placement(dtype, device)?;
             let factory = (stringify!($name) == "zeros").then_some("zeros");
             let shape = check_sizes(&size_values(size)?, factory)?;
             let value: Option<Scalar> = $value;
@@ -152,7 +152,8 @@ fn rand(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device, _) = make(size, dtype, device, None)?;
+    let (dtype, device) = placement(dtype, device)?;
+    let shape = parse_size(size)?;
     finish(Tensor::rand(&shape, dtype, device).py()?, requires_grad)
 }
 
@@ -179,8 +180,8 @@ fn full(
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     let value = number(fill_value, "fill_value")?;
-    let size = PyTuple::new(size.py(), [size])?;
-    let (shape, _, device, _) = make(&size, None, device, None)?;
+    let shape = parse_size(&PyTuple::new(size.py(), [size])?)?;
+    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
     let dtype = extract_opt_dtype(dtype)?.unwrap_or(value.wrapped_dtype());
     finish(
         Tensor::full(&shape, value, dtype, device).py()?,
@@ -228,8 +229,7 @@ fn eye(
         })
     };
     let (n, m) = (size(n, "n")?, m.map(|m| size(m, "m")).transpose()?);
-    let dtype = extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
-    let device = extract_opt_device(device)?.unwrap_or(Device::CPU);
+    let (dtype, device) = placement(dtype, device)?;
     finish(crate::ops::eye(n, m, dtype, device).py()?, requires_grad)
 }
 

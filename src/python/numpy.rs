@@ -72,15 +72,15 @@ pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
 /// destructor or from another library's thread, where pyo3 does not know the
 /// GIL is held and would defer the release. Dropping this takes the GIL
 /// (re-entrantly) so the object goes at once; once interpreter shutdown has
-/// begun nothing may run Python, so it is leaked instead.
+/// begun nothing may run Python, so the release is left undone.
 pub(crate) struct PyOwner(pub(crate) Option<Py<PyAny>>);
 
 impl Drop for PyOwner {
     fn drop(&mut self) {
-        if let Some(obj) = self.0.take()
-            && Python::try_attach(|_| drop(obj)).is_none()
-        {
-            // Shutting down: the object would be freed by the exit anyway.
+        if let Some(obj) = self.0.take() {
+            // During shutdown try_attach drops the closure unrun, and pyo3 parks
+            // the reference in its pending pool instead of touching Python.
+            let _ = Python::try_attach(|_| drop(obj));
         }
     }
 }

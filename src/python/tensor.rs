@@ -1,6 +1,6 @@
 //! `dlbridge.Tensor`: PyTorch's tensor methods over a core [`Tensor`].
 
-use super::convert::{nested_list, parse_nested, tensor_from_parsed, to_scalar};
+use super::convert::{nested_list, to_scalar};
 use super::device::{PyDevice, extract_device, extract_opt_device};
 use super::dtype::{PyDType, dtype_object, extract_dtype, extract_opt_dtype};
 use super::errors::IntoPyResult;
@@ -67,22 +67,15 @@ pub(crate) fn maybe_detach<T: Send>(
 }
 
 /// The right-hand side of an arithmetic operator, or `None` for NotImplemented.
-fn operand(ob: &Bound<'_, PyAny>) -> PyResult<Option<(Tensor, bool)>> {
-    if let Ok(t) = ob.cast::<PyTensor>() {
-        let t = t.get();
-        return Ok(Some((t.inner.clone(), t.requires_grad())));
-    }
-    Ok(None)
-}
-
 enum Rhs {
     Tensor(Tensor, bool),
     Scalar(Scalar),
 }
 
 fn rhs(ob: &Bound<'_, PyAny>) -> PyResult<Option<Rhs>> {
-    if let Some((t, rg)) = operand(ob)? {
-        return Ok(Some(Rhs::Tensor(t, rg)));
+    if let Ok(t) = ob.cast::<PyTensor>() {
+        let t = t.get();
+        return Ok(Some(Rhs::Tensor(t.inner.clone(), t.requires_grad())));
     }
     if let Some(s) = to_scalar(ob)? {
         return Ok(Some(Rhs::Scalar(s)));
@@ -514,13 +507,12 @@ impl PyTensor {
         non_blocking: bool,
     ) -> PyResult<Py<PyAny>> {
         let _ = non_blocking;
-        let mut d = extract_opt_device(device)?.unwrap_or(Device::cuda(None));
+        let d = extract_opt_device(device)?.unwrap_or(Device::cuda(None));
         if d.is_cpu() {
             return Err(PyRuntimeError::new_err(format!(
                 "Invalid device, must be cuda device, got {d}"
             )));
         }
-        d.kind = crate::DeviceKind::Cuda;
         PyTensor::convert(slf, Some(d), None, false)
     }
 
@@ -946,10 +938,4 @@ fn legacy_type_name(t: &Tensor) -> String {
     } else {
         format!("dlbridge.cuda.{base}")
     }
-}
-
-/// Builds a fresh tensor from nested Python data (used by `tensor()`).
-pub(crate) fn tensor_from_nested(ob: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
-    let parsed = parse_nested(ob)?;
-    tensor_from_parsed(&parsed, dtype).py()
 }
