@@ -6,6 +6,11 @@
 //! the DLPack ABI, and `cpu/` computes on host memory.
 
 mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_disabled.rs"]
+pub mod cuda;
 mod device;
 pub mod dlpack;
 mod dtype;

@@ -2,7 +2,7 @@
 
 use crate::cpu::{self, BinaryOp};
 use crate::layout::broadcast_shapes;
-use crate::{Category, DType, Device, Error, Result, Scalar, Tensor, bail};
+use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 
 /// One side of a binary op: a tensor, or a Python number (a "wrapped number"
 /// in PyTorch, which has the lowest say in the result dtype).
@@ -130,11 +130,11 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
 /// `a op b` as a new tensor.
 pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let device = device_of(&[a, b])?;
-    if !device.is_cpu() {
-        return Err(Error::no_cuda(device));
-    }
     let dtype = compute_dtype(op, result_type(&[a, b])?);
     check_bool_op(op, &a, &b)?;
+    if !device.is_cpu() {
+        return binary_cuda(a, b, op, dtype);
+    }
     let (ta, tb) = (as_tensor(a, dtype, device)?, as_tensor(b, dtype, device)?);
     let shape = broadcast_shapes(ta.shape(), tb.shape())?;
     let out = Tensor::empty(&shape, dtype, device)?;
@@ -142,12 +142,32 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     Ok(out)
 }
 
+/// [`binary`] on a CUDA device: operands cast to `dtype` on the device,
+/// Python numbers passed to the kernel by value.
+fn binary_cuda(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Tensor> {
+    let (lhs, rhs, scalar, scalar_left) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => (
+            x.to_dtype(dtype)?,
+            Some(y.to_dtype(dtype)?),
+            Scalar::Int(0),
+            false,
+        ),
+        (Operand::Tensor(x), Operand::Scalar(s)) => (x.to_dtype(dtype)?, None, s, false),
+        (Operand::Scalar(s), Operand::Tensor(y)) => (y.to_dtype(dtype)?, None, s, true),
+        (Operand::Scalar(_), Operand::Scalar(_)) => unreachable!("device_of needs a tensor"),
+    };
+    let shape = match &rhs {
+        Some(r) => broadcast_shapes(lhs.shape(), r.shape())?,
+        None => lhs.shape().to_vec(),
+    };
+    let out = Tensor::empty(&shape, dtype, lhs.device())?;
+    crate::cuda::binary(&out, &lhs, rhs.as_ref(), scalar, scalar_left, op)?;
+    Ok(out)
+}
+
 /// `dst op= b`, writing into dst's memory (PyTorch's `add_` and `+=`).
 pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let device = device_of(&[Operand::Tensor(dst), b])?;
-    if !device.is_cpu() {
-        return Err(Error::no_cuda(device));
-    }
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
     if !DType::can_cast(dtype, dst.dtype()) {
         bail!(
@@ -170,6 +190,20 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
         }
     }
     dst.ensure_writable()?;
+    if !device.is_cpu() {
+        if dtype == dst.dtype() {
+            let (rhs, scalar) = match b {
+                Operand::Tensor(t) if t.may_overlap(dst) => {
+                    (Some(t.to_dtype(dtype)?.clone_data()?), Scalar::Int(0))
+                }
+                Operand::Tensor(t) => (Some(t.to_dtype(dtype)?), Scalar::Int(0)),
+                Operand::Scalar(s) => (None, s),
+            };
+            return crate::cuda::binary(dst, dst, rhs.as_ref(), scalar, false, op);
+        }
+        let result = binary(Operand::Tensor(dst), b, op)?;
+        return dst.copy_(&result);
+    }
     if dtype == dst.dtype() {
         let rhs = match b {
             Operand::Tensor(t) if t.may_overlap(dst) => {
@@ -188,7 +222,6 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
 
 /// `-a`.
 pub fn neg(a: &Tensor) -> Result<Tensor> {
-    a.ensure_cpu()?;
     if a.dtype() == DType::Bool {
         bail!(
             NotImplemented,
@@ -196,8 +229,13 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
              a mask, use the `~` or `logical_not()` operator instead."
         );
     }
-    let src = cpu::materialize(a)?;
     let out = Tensor::empty(a.shape(), a.dtype(), a.device())?;
+    if !a.device().is_cpu() {
+        // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
+        crate::cuda::binary(&out, a, None, Scalar::Int(-1), false, BinaryOp::Mul)?;
+        return Ok(out);
+    }
+    let src = cpu::materialize(a)?;
     cpu::neg_into(&out, &src);
     Ok(out)
 }
@@ -212,11 +250,13 @@ fn sum_dtype(dtype: DType) -> DType {
 
 /// The sum of every element, as a zero-dim tensor.
 pub fn sum(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
-    a.ensure_cpu()?;
     let src = match dtype {
         Some(dt) => a.to_dtype(dt)?,
         None => a.clone(),
     };
+    if !a.device().is_cpu() {
+        return crate::cuda::sum(&src.contiguous()?, sum_dtype(src.dtype()), 1.0);
+    }
     let total = cpu::sum_all(&cpu::materialize(&src)?);
     Tensor::full(&[], total, sum_dtype(src.dtype()), a.device())
 }
@@ -232,8 +272,11 @@ pub fn mean(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
             dt.scalar_type_name()
         );
     }
-    let total = sum(a, Some(dt))?;
     let n = a.numel() as f64;
+    if !a.device().is_cpu() {
+        return crate::cuda::sum(&a.to_dtype(dt)?.contiguous()?, dt, 1.0 / n);
+    }
+    let total = sum(a, Some(dt))?;
     let value = match total.item()? {
         Scalar::Complex(re, im) => Scalar::Complex(re / n, im / n),
         s => Scalar::Float(s.as_f64() / n),

@@ -62,7 +62,7 @@ impl Tensor {
             .ok_or_else(|| Error::Runtime(format!("a tensor of shape {shape:?} is too large")))?;
         let storage = match device.kind {
             crate::DeviceKind::Cpu => Storage::new_host(bytes, zeroed)?,
-            crate::DeviceKind::Cuda => return Err(Error::no_cuda(device)),
+            crate::DeviceKind::Cuda => crate::cuda::new_storage(device, bytes, zeroed)?,
         };
         Ok(Tensor {
             storage: Arc::new(storage),
@@ -196,19 +196,21 @@ impl Tensor {
         Ok(())
     }
 
-    pub(crate) fn ensure_cpu(&self) -> Result<()> {
-        if !self.device().is_cpu() {
-            return Err(Error::no_cuda(self.device()));
-        }
-        Ok(())
-    }
-
     /// A contiguous copy, always fresh memory.
     pub fn clone_data(&self) -> Result<Tensor> {
-        self.ensure_cpu()?;
         let out = Tensor::empty(self.shape(), self.dtype, self.device())?;
-        cpu::copy_into(&out, self)?;
+        out.copy_from_same_device(self)?;
         Ok(out)
+    }
+
+    /// `self[...] = src[...]` with casting and broadcasting, on one device,
+    /// no overlap: the backend dispatch behind copies and casts.
+    fn copy_from_same_device(&self, src: &Tensor) -> Result<()> {
+        if self.device().is_cpu() {
+            cpu::copy_into(self, src)
+        } else {
+            crate::cuda::copy_into(self, src)
+        }
     }
 
     /// Itself when already contiguous, else a contiguous copy.
@@ -225,22 +227,22 @@ impl Tensor {
         if dtype == self.dtype {
             return Ok(self.clone());
         }
-        self.ensure_cpu()?;
         let out = Tensor::empty(self.shape(), dtype, self.device())?;
-        cpu::copy_into(&out, self)?;
+        out.copy_from_same_device(self)?;
         Ok(out)
     }
 
-    /// Itself when already on `device`, else a copy there.
+    /// Itself when already on `device`, else a copy there (fresh memory).
+    /// `cuda` without an index means `cuda:0`.
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         if device.is_cpu() && self.device().is_cpu() {
             return Ok(self.clone());
         }
-        Err(Error::no_cuda(if device.is_cpu() {
-            self.device()
-        } else {
-            device
-        }))
+        let target = crate::cuda::resolve(device)?;
+        if target == self.device() {
+            return Ok(self.clone());
+        }
+        crate::cuda::to_device(self, target)
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
@@ -255,21 +257,23 @@ impl Tensor {
             );
         }
         self.ensure_writable()?;
-        self.ensure_cpu()?;
-        src.ensure_cpu()?;
-        let src = if self.may_overlap(src) {
+        let src = if src.device() != self.device() {
+            src.to_device(self.device())?
+        } else if self.may_overlap(src) {
             src.clone_data()?
         } else {
             src.clone()
         };
-        cpu::copy_into(self, &src)
+        self.copy_from_same_device(&src)
     }
 
     /// Sets every element to `value` (`Tensor.fill_`).
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
         self.ensure_writable()?;
-        self.ensure_cpu()?;
+        if !self.device().is_cpu() {
+            return crate::cuda::fill(self, value);
+        }
         if !cpu::fill(self, value) {
             let staged = Tensor::empty(self.shape(), self.dtype, self.device())?;
             cpu::fill(&staged, value);
@@ -292,7 +296,9 @@ impl Tensor {
 
     /// Every element in row-major order.
     pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
-        self.ensure_cpu()?;
+        if !self.device().is_cpu() {
+            return self.to_device(Device::CPU)?.to_scalars();
+        }
         let t = self.contiguous()?;
         let t = cpu::materialize(&t)?;
         Ok(crate::with_element!(t.dtype, T => {
@@ -312,7 +318,11 @@ impl Tensor {
             );
         }
         let t = Tensor::empty(shape, dtype, device)?;
-        cpu::fill_uniform(&t);
+        if t.device().is_cpu() {
+            cpu::fill_uniform(&t);
+        } else {
+            crate::cuda::rand(&t)?;
+        }
         Ok(t)
     }
 }

@@ -15,6 +15,6 @@ mod strided;
 pub use arith::BinaryOp;
 pub(crate) use copy::{copy_into, materialize};
 pub(crate) use elementwise::{binary_inplace, binary_into, fill, neg_into};
-pub(crate) use random::fill_uniform;
 pub use random::manual_seed;
+pub(crate) use random::{fill_uniform, next_seed};
 pub(crate) use reduce::sum_all;

@@ -121,14 +121,18 @@ pub(crate) fn dlpack(
             "Can't export tensors that require gradient, use tensor.detach()",
         ));
     }
-    if let Some(s) = stream
-        && !s.is_none()
-        && t.device().is_cpu()
-    {
-        return Err(PyValueError::new_err(
-            "dlbridge CPU tensors only support stream=None",
-        ));
-    }
+    let stream: Option<i64> = match stream {
+        Some(s) if !s.is_none() => Some(s.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "stream must be None or an int, not {}",
+                s.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?),
+        _ => None,
+    };
     let target = match dl_device {
         None => t.device(),
         Some((ty, id)) => {
@@ -139,6 +143,21 @@ pub(crate) fn dlpack(
             Device::from_dlpack(dev).map_err(|e| PyBufferError::new_err(e.to_string()))?
         }
     };
+    let target = if target.is_cpu() {
+        target
+    } else {
+        crate::cuda::resolve(target).map_err(|e| PyBufferError::new_err(e.to_string()))?
+    };
+    // The stream names the consumer's queue on the exported tensor's device.
+    if target.is_cpu() {
+        if stream.is_some() {
+            return Err(PyValueError::new_err(
+                "dlbridge CPU tensors only support stream=None",
+            ));
+        }
+    } else if let Some(s) = stream {
+        crate::cuda::check_stream(s).py()?;
+    }
     let moves = target != t.device();
     if moves && copy == Some(false) {
         return Err(PyBufferError::new_err(format!(
@@ -160,6 +179,10 @@ pub(crate) fn dlpack(
     } else {
         (t, false)
     };
+    if !src.device().is_cpu() {
+        // None means the legacy default stream (1), as the spec says for CUDA.
+        crate::cuda::order_before_consumer(src.device(), stream.unwrap_or(1)).py()?;
+    }
     match max_version {
         Some((major, minor)) if major >= 1 => {
             let version = if major == 1 {
@@ -237,15 +260,45 @@ enum Imported {
 }
 
 static REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static CUDA_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static CUDA_LEGACY_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-/// `{'max_version': (1, 3)}`, built once: producers only read their kwargs.
-fn versioned_request(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
-    let d = REQUEST.get_or_try_init(py, || -> PyResult<_> {
+/// The keyword arguments dlbridge passes to `__dlpack__`, built once
+/// (producers only read them): `max_version=(1, 3)`, plus `stream=1` for
+/// CUDA producers, since dlbridge works on the legacy default stream and the
+/// producer must order its pending work before it.
+fn request_kwargs(py: Python<'_>, cuda: bool, versioned: bool) -> PyResult<&Bound<'_, PyDict>> {
+    let cell = match (cuda, versioned) {
+        (false, _) => &REQUEST,
+        (true, true) => &CUDA_REQUEST,
+        (true, false) => &CUDA_LEGACY_REQUEST,
+    };
+    let d = cell.get_or_try_init(py, || -> PyResult<_> {
         let d = PyDict::new(py);
-        d.set_item("max_version", (VERSION.major, VERSION.minor))?;
+        if versioned {
+            d.set_item("max_version", (VERSION.major, VERSION.minor))?;
+        }
+        if cuda {
+            d.set_item("stream", 1)?;
+        }
         Ok(d.unbind())
     })?;
     Ok(d.bind(py))
+}
+
+/// Whether a producer's `__dlpack_device__` says CUDA memory (NumPy arrays,
+/// by far the most common producer, are known to be host memory).
+fn is_cuda_producer(ob: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if ob.is_instance_of::<numpy::PyUntypedArray>() {
+        return Ok(false);
+    }
+    let py = ob.py();
+    let Ok(method) = ob.getattr(pyo3::intern!(py, "__dlpack_device__")) else {
+        return Ok(false);
+    };
+    let (ty, _id): (i64, i64) = method.call0()?.extract()?;
+    Ok(ty == dlpark::ffi::DLDeviceType::CUDA.0 as i64
+        || ty == dlpark::ffi::DLDeviceType::CUDAMANAGED.0 as i64)
 }
 
 /// JAX arrays are immutable to their users, but JAX exports legacy capsules,
@@ -267,10 +320,13 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
             ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         ))
     })?;
-    match method.call((), Some(versioned_request(py)?)) {
+    let cuda = is_cuda_producer(ob)?;
+    match method.call((), Some(request_kwargs(py, cuda, true)?)) {
         Ok(capsule) => Ok(capsule),
         // Producers predating DLPack 1.0 do not know max_version.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => method.call0(),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            method.call((), Some(request_kwargs(py, cuda, false)?))
+        }
         Err(e) => Err(e),
     }
 }
@@ -280,8 +336,6 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
     // SAFETY: a type check on a live object.
     let is_capsule = unsafe { ffi::PyCapsule_CheckExact(ob.as_ptr()) } == 1;
-    // This build has no CUDA backend, so no consumer stream is negotiated: a
-    // CUDA producer's tensor is refused after import, when its device is read.
     let capsule = if is_capsule {
         ob.clone()
     } else {
@@ -319,6 +373,11 @@ fn from_dlpack(
             "copy=False, but the producer made a copy",
         ));
     }
+    let device = match device {
+        Some(d) if !d.is_cpu() && d.index.is_none() && !t.device().is_cpu() => Some(t.device()),
+        Some(d) if !d.is_cpu() => Some(crate::cuda::resolve(d).py()?),
+        other => other,
+    };
     let placed = match device {
         Some(d) if d != t.device() => {
             if copy == Some(false) {

@@ -2,6 +2,7 @@
 
 mod convert;
 mod creation;
+mod cuda;
 mod device;
 mod dlpack;
 mod dtype;
@@ -25,9 +26,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dlpack::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
-    m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
-    m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
-    m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;
+    cuda::register(m)?;
     Ok(())
 }
 
@@ -43,18 +43,8 @@ fn live_storages() -> isize {
     crate::storage::live_storages()
 }
 
-/// The CUDA seam: this build has no CUDA backend, so there is no device.
+/// `dlbridge.cuda.current_device()`.
 #[pyfunction]
-fn cuda_is_available() -> bool {
-    false
-}
-
-#[pyfunction]
-fn cuda_device_count() -> usize {
-    0
-}
-
-#[pyfunction]
-fn cuda_synchronize() -> PyResult<()> {
-    Err(errors::to_py(crate::Error::no_cuda("cuda")))
+fn cuda_current_device() -> PyResult<u32> {
+    cuda::current_device()
 }

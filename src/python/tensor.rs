@@ -897,6 +897,11 @@ impl PyTensor {
         super::dlpack::dlpack_device(&self.inner)
     }
 
+    #[getter]
+    fn __cuda_array_interface__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        super::cuda::array_interface(slf)
+    }
+
     // ----- display -----
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -915,7 +920,7 @@ impl PyTensor {
 }
 
 /// `t.type()` with no argument: PyTorch's legacy type names.
-fn legacy_type_name(t: &Tensor) -> String {
+pub(crate) fn legacy_type_name(t: &Tensor) -> String {
     let base = match t.dtype() {
         DType::F32 => "FloatTensor",
         DType::F64 => "DoubleTensor",

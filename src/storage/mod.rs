@@ -11,7 +11,7 @@ pub use host::HostBuffer;
 
 use crate::Device;
 use std::any::Any;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 /// Storages currently alive: the leak tests read this before and after.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -29,6 +29,9 @@ pub enum Owner {
     DlPack(dlpark::AllocationDeleter),
     /// Anything else that pins the memory (a NumPy array reference).
     External(Box<dyn Any + Send + Sync>),
+    /// Device memory from dlbridge's CUDA pool.
+    #[cfg(feature = "cuda")]
+    Cuda(crate::cuda::CudaAllocation),
 }
 
 /// A contiguous byte range on one device.
@@ -37,7 +40,9 @@ pub struct Storage {
     len: usize,
     device: Device,
     read_only: bool,
-    _owner: Owner,
+    /// dlbridge's CUDA stream has been given work on this memory.
+    device_used: AtomicBool,
+    owner: Owner,
 }
 
 // SAFETY: a storage is a plain address range; the owner inside is Send + Sync
@@ -67,7 +72,8 @@ impl Storage {
             len,
             device,
             read_only,
-            _owner: owner,
+            device_used: AtomicBool::new(false),
+            owner,
         }
     }
 
@@ -98,10 +104,28 @@ impl Storage {
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }
+
+    /// Records that device work touching this memory was enqueued.
+    pub fn mark_device_use(&self) {
+        if !self.device_used.load(Ordering::Relaxed) {
+            self.device_used.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
         LIVE.fetch_sub(1, Ordering::Relaxed);
+        // Memory another library owns goes back to it when the owner drops
+        // (after this body): finish dlbridge's queued work on it first. Its
+        // own pool frees in stream order and needs no wait.
+        let foreign = match self.owner {
+            #[cfg(feature = "cuda")]
+            Owner::Cuda(_) => false,
+            _ => true,
+        };
+        if foreign && !self.device.is_cpu() && self.device_used.load(Ordering::Relaxed) {
+            crate::cuda::before_foreign_release(self.device);
+        }
     }
 }

@@ -1,0 +1,147 @@
+// Shared by every dlbridge kernel: storage types, their compute types, and
+// the strided indexer. No CUDA headers are included, so NVRTC needs no
+// include path and any NVRTC >= 12 compiles these files.
+#pragma once
+
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Storage types whose bits are not a C++ arithmetic type.
+struct b8 { u8 v; };          // DLPack bool: one byte, any non-zero byte is true
+struct f16 { u16 bits; };     // IEEE binary16
+struct bf16 { u16 bits; };    // bfloat16
+
+__device__ __forceinline__ float half_to_float(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ u16 float_to_half(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ float bf16_to_float(u16 b) {
+    return __uint_as_float(((u32)b) << 16);
+}
+
+// Round to nearest even; NaN stays a (quiet) NaN.
+__device__ __forceinline__ u16 float_to_bf16(float f) {
+    u32 u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (u16)(u >> 16);
+}
+
+// Tr<T>: how a storage type T loads into the type arithmetic runs in (C)
+// and stores back. Narrow integers compute in int/unsigned and wrap on store;
+// 32- and 64-bit signed integers compute in signed types but add, subtract
+// and multiply through their unsigned twins, so overflow wraps like PyTorch.
+template <typename T> struct Tr;
+#define DLB_PLAIN(T, CT)                                                     \
+    template <> struct Tr<T> {                                               \
+        typedef CT C;                                                        \
+        static __device__ __forceinline__ CT load(T x) { return (CT)x; }     \
+        static __device__ __forceinline__ T store(CT c) { return (T)c; }     \
+    };
+DLB_PLAIN(i8, int)
+DLB_PLAIN(i16, int)
+DLB_PLAIN(i32, int)
+DLB_PLAIN(i64, long long)
+DLB_PLAIN(u8, unsigned)
+DLB_PLAIN(u16, unsigned)
+DLB_PLAIN(u32, unsigned)
+DLB_PLAIN(u64, unsigned long long)
+DLB_PLAIN(float, float)
+DLB_PLAIN(double, double)
+#undef DLB_PLAIN
+
+template <> struct Tr<b8> {
+    typedef bool C;
+    static __device__ __forceinline__ bool load(b8 x) { return x.v != 0; }
+    static __device__ __forceinline__ b8 store(bool c) { b8 r; r.v = c ? 1 : 0; return r; }
+};
+template <> struct Tr<f16> {
+    typedef float C;
+    static __device__ __forceinline__ float load(f16 x) { return half_to_float(x.bits); }
+    static __device__ __forceinline__ f16 store(float c) { f16 r; r.bits = float_to_half(c); return r; }
+};
+template <> struct Tr<bf16> {
+    typedef float C;
+    static __device__ __forceinline__ float load(bf16 x) { return bf16_to_float(x.bits); }
+    static __device__ __forceinline__ bf16 store(float c) { bf16 r; r.bits = float_to_bf16(c); return r; }
+};
+
+// Converting between compute types. C++ conversions do the right thing
+// except float -> integer, which C++ leaves undefined out of range: PTX's
+// cvt.rzi saturates, which is what a plain cast compiles to here.
+template <typename To, typename From>
+__device__ __forceinline__ To convert(From x) { return (To)x; }
+
+// The strided indexer. Host code drops size-1 dimensions and merges
+// dimensions that are contiguous in every operand before launching, so
+// DLB_MAX_DIMS bounds only truly irregular layouts. Strides count elements.
+#define DLB_MAX_DIMS 16
+struct Indexer {
+    int ndim;
+    int pad;
+    i64 shape[DLB_MAX_DIMS];
+    i64 strides[3][DLB_MAX_DIMS];   // [0] output, [1] first input, [2] second input
+};
+
+// Element offsets of linear index i (row-major over shape) in up to three operands.
+template <int N>
+__device__ __forceinline__ void offsets(const Indexer& ix, i64 i, i64 (&off)[N]) {
+    #pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ix.ndim - 1; d >= 0; --d) {
+        i64 extent = ix.shape[d];
+        i64 q = i / extent;
+        i64 r = i - q * extent;
+        #pragma unroll
+        for (int k = 0; k < N; ++k) off[k] += r * ix.strides[k][d];
+        i = q;
+    }
+}
+
+__device__ __forceinline__ i64 global_thread() {
+    return (i64)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ i64 grid_threads() {
+    return (i64)gridDim.x * blockDim.x;
+}
+
+// 16 bytes of T, for wide loads and stores (callers check alignment).
+template <typename T> struct alignas(16) Pack {
+    T v[16 / sizeof(T)];
+};
+
+// Large files are compiled one dtype at a time (the host passes
+// -DDLB_ONLY=DLB_TAG_f32, say) so a first call compiles in well under a
+// second; without DLB_ONLY a file compiles whole (the CI check does that).
+#define DLB_TAG_b8 1
+#define DLB_TAG_u8 2
+#define DLB_TAG_i8 3
+#define DLB_TAG_i16 4
+#define DLB_TAG_i32 5
+#define DLB_TAG_i64 6
+#define DLB_TAG_u16 7
+#define DLB_TAG_u32 8
+#define DLB_TAG_u64 9
+#define DLB_TAG_f16 10
+#define DLB_TAG_bf16 11
+#define DLB_TAG_f32 12
+#define DLB_TAG_f64 13
+#ifndef DLB_ONLY
+#define DLB_ONLY 0
+#endif
+#define DLB_WANT(tag) (DLB_ONLY == 0 || DLB_ONLY == DLB_TAG_##tag)

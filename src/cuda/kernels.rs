@@ -1,0 +1,423 @@
+//! Launching `kernels/*.cu` on tensors: the CUDA counterpart of `cpu/`.
+//!
+//! Every function here takes tensors already on one device, of the dtypes
+//! the kernel wants, with inputs broadcast to the output's shape; `ops.rs`
+//! and `tensor.rs` do the promotion, broadcasting and checks, exactly as for
+//! the CPU.
+
+use super::compile::{FILES, KernelFile};
+use super::runtime::{Gpu, STREAM, driver_error, gpu_of};
+use crate::cpu::BinaryOp;
+use crate::{DType, Error, Result, Scalar, Tensor, bail, with_element};
+use cudarc::driver::{result as cu, sys};
+use std::ffi::c_void;
+
+const ELEMENTWISE: &KernelFile = &FILES[0];
+const CAST: &KernelFile = &FILES[1];
+const COPY: &KernelFile = &FILES[2];
+const REDUCE: &KernelFile = &FILES[3];
+const RANDOM: &KernelFile = &FILES[4];
+
+/// Must match `DLB_MAX_DIMS` in `kernels/common.cuh`.
+const MAX_DIMS: usize = 16;
+
+/// Must match `struct Indexer` in `kernels/common.cuh`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Indexer {
+    ndim: i32,
+    pad: i32,
+    shape: [i64; MAX_DIMS],
+    strides: [[i64; MAX_DIMS]; 3],
+}
+
+/// The kernel name suffix of a dtype, for the real dtypes the kernels cover.
+fn tag(dtype: DType) -> Option<&'static str> {
+    Some(match dtype {
+        DType::Bool => "b8",
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::U16 => "u16",
+        DType::U32 => "u32",
+        DType::U64 => "u64",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::C64 | DType::C128 => return None,
+    })
+}
+
+/// PyTorch's wording for a kernel missing a dtype.
+fn not_implemented(what: &str, dtype: DType) -> Error {
+    Error::NotImplemented(format!(
+        "\"{what}_cuda\" not implemented for '{}'",
+        dtype.scalar_type_name()
+    ))
+}
+
+fn tag_for(what: &str, dtype: DType) -> Result<&'static str> {
+    tag(dtype).ok_or_else(|| not_implemented(what, dtype))
+}
+
+/// The device address of `t`'s first element, checked for alignment. Marks
+/// the storage as used by dlbridge's stream (see `Storage::drop`).
+fn dev_ptr(t: &Tensor) -> Result<sys::CUdeviceptr> {
+    let p = t.data_ptr() as u64;
+    let align = t.dtype().size().min(8) as u64;
+    if t.numel() > 0 && p % align != 0 {
+        bail!(
+            Runtime,
+            "this CUDA tensor's data pointer {p:#x} is not aligned to its {align}-byte elements"
+        );
+    }
+    t.storage().mark_device_use();
+    Ok(p)
+}
+
+fn element_strides(t: &Tensor) -> Result<Vec<i64>> {
+    Ok(t.strides()?.into_iter().map(|s| s as i64).collect())
+}
+
+/// Drops size-1 dimensions and merges neighbours that are contiguous in
+/// every operand, so most layouts become one or two dimensions.
+fn indexer(shape: &[usize], operands: &[Vec<i64>]) -> Result<Indexer> {
+    let mut dims: Vec<(i64, [i64; 3])> = Vec::new();
+    for d in (0..shape.len()).rev() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let size = shape[d] as i64;
+        let mut st = [0i64; 3];
+        for (k, s) in operands.iter().enumerate() {
+            st[k] = s[d];
+        }
+        if let Some((inner, inner_st)) = dims.last_mut()
+            && (0..operands.len()).all(|k| st[k] == inner_st[k] * *inner)
+        {
+            *inner *= size;
+            continue;
+        }
+        dims.push((size, st));
+    }
+    if dims.len() > MAX_DIMS {
+        bail!(
+            NotImplemented,
+            "this layout has {} dimensions that cannot be merged; dlbridge's CUDA kernels handle up to \
+             {MAX_DIMS}. Call .contiguous() on the CPU first, or reshape",
+            dims.len()
+        );
+    }
+    let mut ix = Indexer {
+        ndim: dims.len() as i32,
+        pad: 0,
+        shape: [0; MAX_DIMS],
+        strides: [[0; MAX_DIMS]; 3],
+    };
+    // dims was built innermost first; the kernel wants row-major order.
+    for (i, (size, st)) in dims.iter().rev().enumerate() {
+        ix.shape[i] = *size;
+        for k in 0..3 {
+            ix.strides[k][i] = st[k];
+        }
+    }
+    Ok(ix)
+}
+
+/// The bytes of `value` converted to `dtype` (the kernel reads the first
+/// `dtype.size()` of them).
+fn scalar_bytes(dtype: DType, value: Scalar) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    with_element!(dtype, T => {
+        let v = <T as crate::Element>::from_scalar(value);
+        // SAFETY: T is at most 16 bytes; both pointers are valid for its size.
+        unsafe {
+            std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>(), out.as_mut_ptr(), std::mem::size_of::<T>())
+        };
+    });
+    out
+}
+
+fn arg<T>(v: &mut T) -> *mut c_void {
+    (v as *mut T).cast()
+}
+
+fn launch(
+    gpu: &Gpu,
+    file: &'static KernelFile,
+    tag: &'static str,
+    name: &str,
+    units: usize,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    let f = gpu.function(file, tag, name)?;
+    // SAFETY: callers build `params` to match the kernel's signature in
+    // kernels/*.cu, from locals that outlive this call (cuLaunchKernel copies
+    // the values), and device pointers kept alive by their tensors' storages
+    // (freed in stream order after the kernel).
+    unsafe { gpu.launch(f, name, gpu.blocks_for(units), params) }
+}
+
+fn is_wide(ptrs: &[u64]) -> i32 {
+    ptrs.iter().all(|p| p % 16 == 0) as i32
+}
+
+/// `out = a op b` or `a op scalar` (`scalar_left`: `scalar op a`). All of
+/// `out`'s dtype; `a`/`b` broadcast to out's shape. `out` may be `a` itself.
+pub fn binary(
+    out: &Tensor,
+    a: &Tensor,
+    b: Option<&Tensor>,
+    scalar: Scalar,
+    scalar_left: bool,
+    op: BinaryOp,
+) -> Result<()> {
+    let opname = match op {
+        BinaryOp::Add => "add",
+        BinaryOp::Sub => "sub",
+        BinaryOp::Mul => "mul",
+        BinaryOp::Div => "div",
+    };
+    let dtype = out.dtype();
+    let tag = tag_for(opname, dtype)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(out.device())?;
+    let a = a.broadcast_to(out.shape())?;
+    let b = b.map(|b| b.broadcast_to(out.shape())).transpose()?;
+    let mut mode: i32 = match (&b, scalar_left) {
+        (Some(_), _) => 0,
+        (None, false) => 1,
+        (None, true) => 2,
+    };
+    let mut po = dev_ptr(out)?;
+    let mut pa = dev_ptr(&a)?;
+    let mut pb = b.as_ref().map(dev_ptr).transpose()?.unwrap_or(0);
+    let mut s = scalar_bytes(dtype, scalar);
+    let mut n = out.numel() as i64;
+    let contiguous =
+        out.is_contiguous() && a.is_contiguous() && b.as_ref().is_none_or(|b| b.is_contiguous());
+    if contiguous {
+        let mut wide = is_wide(&[po, pa, pb]);
+        let per_thread = if wide == 1 { 16 / dtype.size() } else { 1 };
+        let name = format!("dlb_{opname}_contig_{tag}");
+        launch(
+            gpu,
+            ELEMENTWISE,
+            tag,
+            &name,
+            out.numel().div_ceil(per_thread),
+            &mut [
+                arg(&mut po),
+                arg(&mut pa),
+                arg(&mut pb),
+                arg(&mut s),
+                arg(&mut mode),
+                arg(&mut n),
+                arg(&mut wide),
+            ],
+        )
+    } else {
+        let zeros = vec![0i64; out.ndim()];
+        let strides = [
+            element_strides(out)?,
+            element_strides(&a)?,
+            b.as_ref()
+                .map(element_strides)
+                .transpose()?
+                .unwrap_or(zeros),
+        ];
+        let mut ix = indexer(out.shape(), &strides)?;
+        let name = format!("dlb_{opname}_strided_{tag}");
+        launch(
+            gpu,
+            ELEMENTWISE,
+            tag,
+            &name,
+            out.numel(),
+            &mut [
+                arg(&mut po),
+                arg(&mut pa),
+                arg(&mut pb),
+                arg(&mut s),
+                arg(&mut mode),
+                arg(&mut n),
+                arg(&mut ix),
+            ],
+        )
+    }
+}
+
+/// `dst[...] = src[...]`, casting when the dtypes differ; `src` is on
+/// dst's device and broadcasts to dst's shape. They must not overlap.
+pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(dst.device())?;
+    let src = src.broadcast_to(dst.shape())?;
+    let mut pd = dev_ptr(dst)?;
+    let mut ps = dev_ptr(&src)?;
+    let mut n = dst.numel() as i64;
+    if dst.dtype() == src.dtype() {
+        if dst.is_contiguous() && src.is_contiguous() {
+            gpu.bind()?;
+            // SAFETY: both ranges hold nbytes on this device and do not overlap.
+            return unsafe { cu::memcpy_dtod_async(pd, ps, dst.nbytes(), STREAM) }
+                .map_err(|e| driver_error(e, "copying device to device"));
+        }
+        let mut ix = indexer(
+            dst.shape(),
+            &[element_strides(dst)?, element_strides(&src)?],
+        )?;
+        let name = format!("dlb_copy_strided_w{}", dst.dtype().size());
+        return launch(
+            gpu,
+            COPY,
+            "all",
+            &name,
+            dst.numel(),
+            &mut [arg(&mut pd), arg(&mut ps), arg(&mut n), arg(&mut ix)],
+        );
+    }
+    let stag = tag_for("copy", src.dtype())?;
+    let dtag = tag_for("copy", dst.dtype())?;
+    let mut ix = indexer(
+        dst.shape(),
+        &[element_strides(dst)?, element_strides(&src)?],
+    )?;
+    let name = format!("dlb_cast_{stag}_{dtag}");
+    launch(
+        gpu,
+        CAST,
+        stag,
+        &name,
+        dst.numel(),
+        &mut [arg(&mut pd), arg(&mut ps), arg(&mut n), arg(&mut ix)],
+    )
+}
+
+/// Sets every element of `dst` to `value` (already range-checked).
+pub fn fill(dst: &Tensor, value: Scalar) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(dst.device())?;
+    let mut pd = dev_ptr(dst)?;
+    let mut v = scalar_bytes(dst.dtype(), value);
+    let mut n = dst.numel() as i64;
+    let width = dst.dtype().size();
+    if dst.is_contiguous() {
+        let mut wide = is_wide(&[pd]);
+        let per_thread = if wide == 1 && width < 16 {
+            16 / width
+        } else {
+            1
+        };
+        let name = format!("dlb_fill_contig_w{width}");
+        launch(
+            gpu,
+            COPY,
+            "all",
+            &name,
+            dst.numel().div_ceil(per_thread),
+            &mut [arg(&mut pd), arg(&mut v), arg(&mut n), arg(&mut wide)],
+        )
+    } else {
+        let mut ix = indexer(dst.shape(), &[element_strides(dst)?])?;
+        let name = format!("dlb_fill_strided_w{width}");
+        launch(
+            gpu,
+            COPY,
+            "all",
+            &name,
+            dst.numel(),
+            &mut [arg(&mut pd), arg(&mut v), arg(&mut n), arg(&mut ix)],
+        )
+    }
+}
+
+/// The sum of a contiguous tensor's elements as a zero-dim tensor of
+/// `out_dtype` (int64 for integer inputs), multiplied by `scale` (1/n for mean).
+pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
+    debug_assert!(src.is_contiguous());
+    let tag = tag_for("sum", src.dtype())?;
+    let out_tag = match out_dtype {
+        DType::I64 if !src.dtype().is_floating_point() => "i64",
+        dt if dt == src.dtype() && dt.is_floating_point() => tag,
+        dt => return Err(not_implemented("sum", dt)),
+    };
+    let gpu = gpu_of(src.device())?;
+    let out = Tensor::empty(&[], out_dtype, src.device())?;
+    let n = src.numel();
+    let mut ps = dev_ptr(src)?;
+    let mut wide = is_wide(&[ps]);
+    let per_thread = if wide == 1 {
+        16 / src.dtype().size()
+    } else {
+        1
+    };
+    let blocks = gpu
+        .blocks_for(n.div_ceil(per_thread))
+        .min(gpu.sm_count * 4)
+        .max(1);
+    let partials = Tensor::empty(&[blocks as usize], DType::F64, src.device())?; // 8-byte slots
+    let mut pp = dev_ptr(&partials)?;
+    let mut n64 = n as i64;
+    let partial_name = format!("dlb_sum_partial_{tag}");
+    let f = gpu.function(REDUCE, "all", &partial_name)?;
+    // SAFETY: matches dlb_sum_partial_<tag>(const T*, i64, A*, int); partials
+    // has one 8-byte slot per block.
+    unsafe {
+        gpu.launch(
+            f,
+            &partial_name,
+            blocks,
+            &mut [arg(&mut ps), arg(&mut n64), arg(&mut pp), arg(&mut wide)],
+        )?
+    };
+    let mut m = blocks as i64;
+    let mut po = dev_ptr(&out)?;
+    let mut scale = scale;
+    let final_name = format!("dlb_sum_final_{out_tag}");
+    let f = gpu.function(REDUCE, "all", &final_name)?;
+    // SAFETY: matches dlb_sum_final_<tag>(const A*, i64, O*, double); one block.
+    unsafe {
+        gpu.launch(
+            f,
+            &final_name,
+            1,
+            &mut [arg(&mut pp), arg(&mut m), arg(&mut po), arg(&mut scale)],
+        )?
+    };
+    Ok(out)
+}
+
+/// Fills a fresh contiguous floating tensor with uniform values in [0, 1).
+pub fn rand(t: &Tensor) -> Result<()> {
+    let tag = match t.dtype() {
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => tag(t.dtype()).expect("real"),
+        dt => return Err(not_implemented("uniform", dt)),
+    };
+    if t.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(t.device())?;
+    let mut po = dev_ptr(t)?;
+    let mut n = t.numel() as i64;
+    let mut seed = crate::cpu::next_seed();
+    let mut offset = 0u64;
+    let name = format!("dlb_rand_{tag}");
+    launch(
+        gpu,
+        RANDOM,
+        "all",
+        &name,
+        t.numel(),
+        &mut [arg(&mut po), arg(&mut n), arg(&mut seed), arg(&mut offset)],
+    )
+}

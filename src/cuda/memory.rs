@@ -1,0 +1,43 @@
+//! Device memory that dlbridge owns.
+
+use super::runtime::{Gpu, STREAM, driver_error, gpu_of};
+use crate::storage::{Owner, Storage};
+use crate::{Device, Result};
+use cudarc::driver::{result as cu, sys};
+
+/// An allocation from dlbridge's stream-ordered pool. Dropping it (when the
+/// last tensor, export or capsule using it goes) frees it exactly once,
+/// ordered after all work already enqueued on dlbridge's stream.
+pub struct CudaAllocation {
+    ptr: sys::CUdeviceptr,
+    gpu: &'static Gpu,
+}
+
+impl Drop for CudaAllocation {
+    fn drop(&mut self) {
+        self.gpu.free(self.ptr);
+    }
+}
+
+/// A new storage of `bytes` on `device`, zeroed (asynchronously) or not.
+pub fn new_storage(device: Device, bytes: usize, zeroed: bool) -> Result<Storage> {
+    let gpu = gpu_of(device)?;
+    let ptr = gpu.alloc(bytes)?;
+    let allocation = CudaAllocation { ptr, gpu };
+    if zeroed && bytes > 0 {
+        // SAFETY: ptr holds at least `bytes` bytes; the context is current (alloc bound it).
+        unsafe { cu::memset_d8_async(ptr, 0, bytes, STREAM) }
+            .map_err(|e| driver_error(e, "zeroing new memory"))?;
+    }
+    // SAFETY: the allocation owns ptr..ptr+bytes on this device until dropped,
+    // and is moved into the storage.
+    Ok(unsafe {
+        Storage::from_raw(
+            ptr as *mut u8,
+            bytes,
+            gpu.device(),
+            false,
+            Owner::Cuda(allocation),
+        )
+    })
+}

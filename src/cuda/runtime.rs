@@ -1,0 +1,335 @@
+//! The CUDA driver, one [`Gpu`] per device, set up on first use.
+//!
+//! dlbridge works in each device's primary context, the one PyTorch, CuPy and
+//! JAX use, so pointers and events are shared with them. All of dlbridge's
+//! work goes to the legacy default stream ([`STREAM`]), which is also
+//! PyTorch's and CuPy's default: with those defaults no extra synchronisation
+//! is ever needed, and the DLPack exchange adds an event wait for consumers
+//! on other streams.
+
+use super::compile::{self, KernelFile};
+use super::library;
+use crate::{Device, Error, Result};
+use cudarc::driver::result::{self as cu, DriverError};
+use cudarc::driver::{CudaContext, sys};
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The stream dlbridge enqueues all its work on: the legacy default stream.
+pub const STREAM: sys::CUstream = std::ptr::null_mut();
+
+/// A driver error as a Python-facing `RuntimeError`, naming what failed.
+pub fn driver_error(e: DriverError, what: &str) -> Error {
+    let text = e
+        .error_string()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    Error::Runtime(format!("CUDA error: {text} ({what})"))
+}
+
+/// Per-device state.
+pub struct Gpu {
+    pub ordinal: u32,
+    ctx: Arc<CudaContext>,
+    /// dlbridge's own stream-ordered pool (None where the device has none).
+    pool: Option<sys::CUmemoryPool>,
+    /// Compute capability as 10 * major + minor.
+    pub cc: i32,
+    pub sm_count: u32,
+    pub total_mem: usize,
+    pub name: String,
+    target: OnceLock<std::result::Result<String, String>>,
+    modules: Mutex<HashMap<(&'static str, &'static str), sys::CUmodule>>,
+    functions: Mutex<HashMap<String, sys::CUfunction>>,
+    pub(super) staging: Mutex<Option<super::transfer::Staging>>,
+}
+
+// SAFETY: the raw handles (pool, modules, functions) are process-wide driver
+// objects usable from any thread once the context is current; the maps are
+// behind mutexes.
+unsafe impl Send for Gpu {}
+// SAFETY: as above.
+unsafe impl Sync for Gpu {}
+
+struct Runtime {
+    gpus: Vec<OnceLock<std::result::Result<Gpu, String>>>,
+}
+
+static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
+
+fn init() -> std::result::Result<Runtime, String> {
+    if !library::driver_present() {
+        return Err("the CUDA driver library (libcuda.so.1) is not installed".into());
+    }
+    let count = std::panic::catch_unwind(|| {
+        cu::init().map_err(|e| format!("cuInit failed: {e:?}"))?;
+        cu::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {e:?}"))
+    })
+    .unwrap_or_else(|_| Err("the CUDA driver library could not be used".into()))?;
+    Ok(Runtime {
+        gpus: (0..count.max(0)).map(|_| OnceLock::new()).collect(),
+    })
+}
+
+fn runtime() -> Option<&'static Runtime> {
+    RUNTIME.get_or_init(init).as_ref().ok()
+}
+
+/// Why CUDA is unavailable, if it is.
+pub fn unavailable_reason() -> Option<String> {
+    match RUNTIME.get_or_init(init) {
+        Err(reason) => Some(reason.clone()),
+        Ok(rt) if rt.gpus.is_empty() => Some("the CUDA driver reports no devices".into()),
+        Ok(_) => None,
+    }
+}
+
+/// Whether a CUDA driver and at least one device are present.
+pub fn is_available() -> bool {
+    device_count() > 0
+}
+
+/// Number of CUDA devices (0 without a driver).
+pub fn device_count() -> usize {
+    runtime().map_or(0, |rt| rt.gpus.len())
+}
+
+/// The device `cuda:<ordinal>`, set up on first use.
+pub fn gpu(ordinal: u32) -> Result<&'static Gpu> {
+    let Some(rt) = runtime().filter(|rt| !rt.gpus.is_empty()) else {
+        return Err(Error::no_cuda(Device::cuda(Some(ordinal))));
+    };
+    let Some(slot) = rt.gpus.get(ordinal as usize) else {
+        return Err(Error::Runtime(format!(
+            "CUDA error: invalid device ordinal (cuda:{ordinal} was requested; this machine has {} CUDA \
+             device{})",
+            rt.gpus.len(),
+            if rt.gpus.len() == 1 { "" } else { "s" }
+        )));
+    };
+    slot.get_or_init(|| Gpu::open(ordinal).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::Runtime(e.clone()))
+}
+
+/// The device a CUDA tensor is on (`cuda` without an index means `cuda:0`,
+/// PyTorch's default current device).
+pub fn gpu_of(device: Device) -> Result<&'static Gpu> {
+    gpu(device.index.unwrap_or(0))
+}
+
+impl Gpu {
+    fn open(ordinal: u32) -> Result<Gpu> {
+        let ctx = CudaContext::new(ordinal as usize)
+            .map_err(|e| driver_error(e, "retaining the primary context"))?;
+        let attr = |a| {
+            ctx.attribute(a)
+                .map_err(|e| driver_error(e, "cuDeviceGetAttribute"))
+        };
+        use sys::CUdevice_attribute_enum as A;
+        let cc = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
+            + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let sm_count = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
+        let pool = if ctx.has_async_alloc() {
+            Some(create_pool(ordinal)?)
+        } else {
+            None
+        };
+        Ok(Gpu {
+            ordinal,
+            total_mem: ctx.total_mem().unwrap_or(0),
+            name: ctx.name().unwrap_or_default(),
+            ctx,
+            pool,
+            cc,
+            sm_count,
+            target: OnceLock::new(),
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            staging: Mutex::new(None),
+        })
+    }
+
+    pub fn device(&self) -> Device {
+        Device::cuda(Some(self.ordinal))
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Makes this device's primary context current on the calling thread
+    /// (a no-op when it already is).
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error(e, "making the primary context current"))
+    }
+
+    /// `bytes` of device memory from dlbridge's pool, ordered on [`STREAM`].
+    pub fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
+        self.bind()?;
+        let bytes = bytes.max(1);
+        let attempt = || -> std::result::Result<sys::CUdeviceptr, DriverError> {
+            // SAFETY: the context is current; pool belongs to this device.
+            unsafe {
+                match self.pool {
+                    Some(pool) => cu::mem_pool::alloc_async(pool, bytes, STREAM),
+                    None => cu::malloc_sync(bytes),
+                }
+            }
+        };
+        match attempt() {
+            Ok(ptr) => Ok(ptr),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                // Give cached blocks back to the driver and try once more.
+                // SAFETY: the context is current; STREAM and pool are valid.
+                unsafe {
+                    let _ = cu::stream::synchronize(STREAM);
+                    if let Some(pool) = self.pool {
+                        let _ = cu::mem_pool::trim_to(pool, 0);
+                    }
+                }
+                attempt().map_err(|_| self.out_of_memory(bytes))
+            }
+            Err(e) => Err(driver_error(e, &format!("allocating {bytes} bytes"))),
+        }
+    }
+
+    fn out_of_memory(&self, bytes: usize) -> Error {
+        let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+        let free = cu::mem_get_info().map(|(free, _)| free).unwrap_or(0);
+        Error::Runtime(format!(
+            "CUDA out of memory. Tried to allocate {:.2} GiB ({bytes} bytes). GPU {} has a total capacity \
+             of {:.2} GiB of which {:.2} GiB is free.",
+            gib(bytes),
+            self.ordinal,
+            gib(self.total_mem),
+            gib(free)
+        ))
+    }
+
+    /// Returns memory from [`Gpu::alloc`], ordered after all work on [`STREAM`].
+    pub fn free(&self, ptr: sys::CUdeviceptr) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: ptr came from alloc on this device and is freed exactly once
+        // (its owner's Drop); the free is stream-ordered after every use.
+        unsafe {
+            let _ = match self.pool {
+                Some(_) => cu::free_async(ptr, STREAM),
+                None => cu::free_sync(ptr),
+            };
+        }
+    }
+
+    /// What NVRTC builds for this device (see [`compile::target_for`]).
+    fn target(&self) -> Result<&str> {
+        self.target
+            .get_or_init(|| compile::target_for(self.cc).map_err(|e| e.to_string()))
+            .as_deref()
+            .map_err(|e| Error::Runtime(e.clone()))
+    }
+
+    /// The kernel `name` from `file` (compiled for dtype `tag` when the file
+    /// is compiled per dtype), loading and compiling it on first use.
+    pub fn function(
+        &self,
+        file: &'static KernelFile,
+        tag: &'static str,
+        name: &str,
+    ) -> Result<sys::CUfunction> {
+        if let Some(&f) = self.functions.lock().unwrap().get(name) {
+            return Ok(f);
+        }
+        let module_tag = if file.per_dtype { tag } else { "all" };
+        let module = {
+            let mut modules = self.modules.lock().unwrap();
+            match modules.get(&(file.name, module_tag)) {
+                Some(&m) => m,
+                None => {
+                    let only = file.per_dtype.then_some(tag);
+                    let image = compile::compile_cached(file, only, self.target()?)?;
+                    let mut bytes = image.bytes().to_vec();
+                    bytes.push(0); // PTX must end in NUL; harmless after a cubin
+                    self.bind()?;
+                    // SAFETY: bytes is a complete cubin or NUL-terminated PTX image.
+                    let m = unsafe { cu::module::load_data(bytes.as_ptr().cast::<c_void>()) }
+                        .map_err(|e| driver_error(e, &format!("loading kernels/{}", file.name)))?;
+                    modules.insert((file.name, module_tag), m);
+                    m
+                }
+            }
+        };
+        let cname = CString::new(name).expect("kernel names have no NUL");
+        // SAFETY: module is loaded and never unloaded.
+        let f = unsafe { cu::module::get_function(module, cname) }.map_err(|e| {
+            driver_error(
+                e,
+                &format!("finding kernel {name} in kernels/{}", file.name),
+            )
+        })?;
+        self.functions.lock().unwrap().insert(name.to_string(), f);
+        Ok(f)
+    }
+
+    /// Launches `f` on [`STREAM`] with `blocks` blocks of 256 threads.
+    ///
+    /// # Safety
+    /// `params` must match the kernel's parameter list, and every pointer in
+    /// them must stay valid until the stream reaches the kernel.
+    pub unsafe fn launch(
+        &self,
+        f: sys::CUfunction,
+        name: &str,
+        blocks: u32,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        self.bind()?;
+        // SAFETY: forwarded from the caller.
+        unsafe { cu::launch_kernel(f, (blocks.max(1), 1, 1), (256, 1, 1), 0, STREAM, params) }
+            .map_err(|e| driver_error(e, &format!("launching kernel {name}")))
+    }
+
+    /// Grid size for `units` work items of one thread each, grid-stride
+    /// beyond a few waves.
+    pub fn blocks_for(&self, units: usize) -> u32 {
+        let wanted = units.div_ceil(256).max(1);
+        wanted.min(self.sm_count as usize * 32) as u32
+    }
+
+    /// Waits for everything dlbridge enqueued on this device.
+    pub fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the context is current.
+        unsafe { cu::stream::synchronize(STREAM) }
+            .map_err(|e| driver_error(e, "synchronizing the stream"))
+    }
+}
+
+fn create_pool(ordinal: u32) -> Result<sys::CUmemoryPool> {
+    // SAFETY: an all-zero CUmemPoolProps is its documented default; the
+    // fields that matter are set below.
+    let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+    props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = ordinal as i32;
+    // SAFETY: props is fully initialised.
+    let pool = unsafe { cu::mem_pool::create(&props) }
+        .map_err(|e| driver_error(e, "creating dlbridge's memory pool"))?;
+    // Keep freed memory cached in the pool (as PyTorch's allocator does);
+    // an allocation that fails trims it and retries.
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: the attribute takes a u64.
+    unsafe {
+        let _ = cu::mem_pool::set_attribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        );
+    }
+    Ok(pool)
+}

@@ -1,0 +1,58 @@
+//! Ordering dlbridge's work before a DLPack consumer's, per the spec's
+//! `stream` argument: the consumer's stream waits on an event recorded on
+//! dlbridge's stream, so nothing else on the device is held up.
+
+use super::runtime::{STREAM, driver_error, gpu_of};
+use crate::{Device, Error, Result};
+use cudarc::driver::{result as cu, sys};
+
+/// The DLPack `stream` values a CUDA producer accepts: `None` (meaning 1),
+/// 1 (legacy default stream), 2 (per-thread default stream), -1 (no
+/// synchronisation) or a `cudaStream_t` (> 2). 0 is ambiguous and refused.
+pub fn check_stream(stream: i64) -> Result<()> {
+    match stream {
+        -1 | 1 | 2 => Ok(()),
+        s if s > 2 => Ok(()),
+        0 => Err(Error::Value(
+            "stream=0 is ambiguous for CUDA and not allowed by the DLPack protocol; use 1 for the legacy \
+             default stream, 2 for the per-thread default stream, or -1 for no synchronization"
+                .into(),
+        )),
+        s => Err(Error::Value(format!(
+            "invalid stream {s} for a CUDA tensor: expected None, -1, 1, 2 or a cudaStream_t"
+        ))),
+    }
+}
+
+/// Makes the consumer's `stream` wait for everything dlbridge has enqueued
+/// on `device` so far.
+pub fn order_before_consumer(device: Device, stream: i64) -> Result<()> {
+    check_stream(stream)?;
+    // -1: the consumer synchronises itself. 1: the consumer uses the legacy
+    // default stream, which is dlbridge's own, so order already holds.
+    if stream == -1 || stream == 1 {
+        return Ok(());
+    }
+    let gpu = gpu_of(device)?;
+    gpu.bind()?;
+    let consumer = stream as usize as sys::CUstream;
+    let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+        .map_err(|e| driver_error(e, "creating an event"))?;
+    // SAFETY: event and both streams belong to this device's primary context
+    // (the consumer's stream is the consumer's promise, as the protocol says).
+    // Destroying an event that a stream waits on is allowed: the wait holds.
+    let result = unsafe {
+        cu::event::record(event, STREAM).and_then(|_| {
+            cu::stream::wait_event(
+                consumer,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        })
+    };
+    // SAFETY: event came from create above and is destroyed once.
+    unsafe {
+        let _ = cu::event::destroy(event);
+    }
+    result.map_err(|e| driver_error(e, "making the consumer's stream wait for dlbridge's work"))
+}
