@@ -40,6 +40,7 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
+	cargo clippy --no-default-features --features python -- -D warnings
 
 clean:
 	rm -rf target $(VENV)

@@ -17,6 +17,22 @@ struct b8 { u8 v; };          // DLPack bool: one byte, any non-zero byte is tru
 struct f16 { u16 bits; };     // IEEE binary16
 struct bf16 { u16 bits; };    // bfloat16
 
+#ifdef DLB_HOST_EMULATION
+// tests/kernels/host_emulation.h compiles these files for the CPU, where
+// _Float16 does the same round-to-nearest-even conversions.
+__device__ __forceinline__ float half_to_float(u16 h) {
+    _Float16 x;
+    __builtin_memcpy(&x, &h, 2);
+    return (float)x;
+}
+
+__device__ __forceinline__ u16 float_to_half(float f) {
+    _Float16 x = (_Float16)f;
+    u16 h;
+    __builtin_memcpy(&h, &x, 2);
+    return h;
+}
+#else
 __device__ __forceinline__ float half_to_float(u16 h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -28,6 +44,7 @@ __device__ __forceinline__ u16 float_to_half(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif
 
 __device__ __forceinline__ float bf16_to_float(u16 b) {
     return __uint_as_float(((u32)b) << 16);

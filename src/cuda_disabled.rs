@@ -69,3 +69,4 @@ pub(crate) fn sum(src: &Tensor, _dtype: DType, _scale: f64) -> Result<Tensor> {
 pub(crate) fn rand(t: &Tensor) -> Result<()> {
     off(t.device())
 }
+pub fn add_package_roots(_roots: impl IntoIterator<Item = std::path::PathBuf>) {}

@@ -16,5 +16,7 @@ pub use arith::BinaryOp;
 pub(crate) use copy::{copy_into, materialize};
 pub(crate) use elementwise::{binary_inplace, binary_into, fill, neg_into};
 pub use random::manual_seed;
-pub(crate) use random::{fill_uniform, next_seed};
+pub(crate) use random::fill_uniform;
+#[cfg(feature = "cuda")]
+pub(crate) use random::next_seed;
 pub(crate) use reduce::sum_all;

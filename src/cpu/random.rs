@@ -42,6 +42,7 @@ fn uniform(rng: &mut fastrand::Rng, dtype: crate::DType) -> f64 {
 
 /// A fresh 64-bit seed from the same generator (the CUDA `rand` kernel is
 /// counter-based and takes one seed per call), so `manual_seed` governs both.
+#[cfg(feature = "cuda")]
 pub(crate) fn next_seed() -> u64 {
     let mut guard = RNG.lock().unwrap_or_else(|e| e.into_inner());
     guard.get_or_insert_with(fastrand::Rng::new).u64(..)

@@ -342,3 +342,31 @@ pub fn compile_all(target: &str) -> Result<Vec<(&'static str, usize)>> {
         .map(|f| Ok((f.name, compile(f, None, target)?.bytes().len())))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_keys_are_stable_and_sensitive() {
+        let a = fnv1a(&[b"sm_90", b"src"]);
+        assert_eq!(a, fnv1a(&[b"sm_90", b"src"]));
+        assert_ne!(a, fnv1a(&[b"sm_90", b"src2"]));
+        // Part boundaries matter: ("ab", "c") is not ("a", "bc").
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn every_kernel_file_is_listed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".cu"))
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<String> = FILES.iter().map(|f| f.name.to_string()).collect();
+        listed.sort();
+        assert_eq!(on_disk, listed);
+    }
+}

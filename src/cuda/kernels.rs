@@ -68,7 +68,7 @@ fn tag_for(what: &str, dtype: DType) -> Result<&'static str> {
 fn dev_ptr(t: &Tensor) -> Result<sys::CUdeviceptr> {
     let p = t.data_ptr() as u64;
     let align = t.dtype().size().min(8) as u64;
-    if t.numel() > 0 && p % align != 0 {
+    if t.numel() > 0 && !p.is_multiple_of(align) {
         bail!(
             Runtime,
             "this CUDA tensor's data pointer {p:#x} is not aligned to its {align}-byte elements"
@@ -120,8 +120,8 @@ fn indexer(shape: &[usize], operands: &[Vec<i64>]) -> Result<Indexer> {
     // dims was built innermost first; the kernel wants row-major order.
     for (i, (size, st)) in dims.iter().rev().enumerate() {
         ix.shape[i] = *size;
-        for k in 0..3 {
-            ix.strides[k][i] = st[k];
+        for (k, s) in st.iter().enumerate() {
+            ix.strides[k][i] = *s;
         }
     }
     Ok(ix)
@@ -162,7 +162,7 @@ fn launch(
 }
 
 fn is_wide(ptrs: &[u64]) -> i32 {
-    ptrs.iter().all(|p| p % 16 == 0) as i32
+    ptrs.iter().all(|p| p.is_multiple_of(16)) as i32
 }
 
 /// `out = a op b` or `a op scalar` (`scalar_left`: `scalar op a`). All of
@@ -420,4 +420,65 @@ pub fn rand(t: &Tensor) -> Result<()> {
         t.numel(),
         &mut [arg(&mut po), arg(&mut n), arg(&mut seed), arg(&mut offset)],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(ix: &Indexer) -> (Vec<i64>, Vec<Vec<i64>>) {
+        let n = ix.ndim as usize;
+        (
+            ix.shape[..n].to_vec(),
+            (0..3).map(|k| ix.strides[k][..n].to_vec()).collect(),
+        )
+    }
+
+    #[test]
+    fn contiguous_layouts_collapse_to_one_dimension() {
+        let ix = indexer(&[2, 3, 4], &[vec![12, 4, 1], vec![12, 4, 1]]).unwrap();
+        assert_eq!(dims(&ix).0, vec![24]);
+        assert_eq!(dims(&ix).1[1], vec![1]);
+    }
+
+    #[test]
+    fn size_one_dimensions_vanish_and_broadcasts_stay_apart() {
+        // out (3, 1, 4) contiguous; input broadcast along the last axis.
+        let ix = indexer(&[3, 1, 4], &[vec![4, 4, 1], vec![1, 99, 0]]).unwrap();
+        let (shape, strides) = dims(&ix);
+        assert_eq!(shape, vec![3, 4]);
+        assert_eq!(strides[0], vec![4, 1]);
+        assert_eq!(strides[1], vec![1, 0]);
+    }
+
+    #[test]
+    fn transposes_do_not_merge() {
+        let ix = indexer(&[4, 3], &[vec![3, 1], vec![1, 4]]).unwrap();
+        assert_eq!(dims(&ix).0, vec![4, 3]);
+        let scalar = indexer(&[], &[vec![], vec![]]).unwrap();
+        assert_eq!(scalar.ndim, 0);
+    }
+
+    #[test]
+    fn too_many_irregular_dimensions_is_an_error() {
+        let shape = vec![2usize; 17];
+        // Strides that never merge: every dimension is a transpose of the next.
+        let strides: Vec<i64> = (0..17).map(|d| 1i64 << (2 * d)).collect();
+        let err = indexer(&shape, &[strides]).err().unwrap();
+        assert!(err.to_string().contains("up to 16"), "{err}");
+    }
+
+    #[test]
+    fn scalars_become_their_dtype_bytes() {
+        assert_eq!(&scalar_bytes(DType::U8, Scalar::Int(-1))[..1], &[255]);
+        assert_eq!(
+            &scalar_bytes(DType::F32, Scalar::Float(1.5))[..4],
+            &1.5f32.to_le_bytes()
+        );
+        assert_eq!(&scalar_bytes(DType::Bool, Scalar::Int(3))[..1], &[1]);
+        assert_eq!(
+            &scalar_bytes(DType::BF16, Scalar::Float(1.0))[..2],
+            &half::bf16::ONE.to_le_bytes()
+        );
+    }
 }
