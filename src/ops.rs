@@ -77,6 +77,17 @@ fn device_of(operands: &[Operand]) -> Result<Device> {
     Ok(first)
 }
 
+/// PyTorch lets a zero-dim CPU tensor take part in a CUDA op as a value:
+/// the copy of `t` on `other`'s device when that applies.
+fn lift_cpu_scalar(t: &Tensor, other: &Operand) -> Result<Option<Tensor>> {
+    match other {
+        Operand::Tensor(o) if t.ndim() == 0 && t.device().is_cpu() && !o.device().is_cpu() => {
+            Ok(Some(t.to_device(o.device())?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The operand as a tensor of `dtype` that the typed loops can read.
 fn as_tensor(op: Operand, dtype: DType, device: Device) -> Result<Tensor> {
     match op {
@@ -129,6 +140,14 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
 
 /// `a op b` as a new tensor.
 pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
+    let (lifted_a, lifted_b) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => {
+            (lift_cpu_scalar(x, &b)?, lift_cpu_scalar(y, &a)?)
+        }
+        _ => (None, None),
+    };
+    let a = lifted_a.as_ref().map_or(a, Operand::Tensor);
+    let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[a, b])?;
     let dtype = compute_dtype(op, result_type(&[a, b])?);
     check_bool_op(op, &a, &b)?;
@@ -167,6 +186,11 @@ fn binary_cuda(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Ten
 
 /// `dst op= b`, writing into dst's memory (PyTorch's `add_` and `+=`).
 pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
+    let lifted = match b {
+        Operand::Tensor(t) => lift_cpu_scalar(t, &Operand::Tensor(dst))?,
+        Operand::Scalar(_) => None,
+    };
+    let b = lifted.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[Operand::Tensor(dst), b])?;
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
     if !DType::can_cast(dtype, dst.dtype()) {

@@ -15,8 +15,8 @@ mod strided;
 pub use arith::BinaryOp;
 pub(crate) use copy::{copy_into, materialize};
 pub(crate) use elementwise::{binary_inplace, binary_into, fill, neg_into};
-pub use random::manual_seed;
 pub(crate) use random::fill_uniform;
+pub use random::manual_seed;
 #[cfg(feature = "cuda")]
 pub(crate) use random::next_seed;
 pub(crate) use reduce::sum_all;

@@ -363,7 +363,7 @@ pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
     };
     let blocks = gpu
         .blocks_for(n.div_ceil(per_thread))
-        .min(gpu.sm_count * 4)
+        .min(gpu.sm_count * 8)
         .max(1);
     let partials = Tensor::empty(&[blocks as usize], DType::F64, src.device())?; // 8-byte slots
     let mut pp = dev_ptr(&partials)?;

@@ -97,10 +97,13 @@ fn with_staging<T>(gpu: &Gpu, f: impl FnOnce(&mut Staging) -> Result<T>) -> Resu
 pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()> {
     gpu.bind()?;
     if src.len() < DIRECT_BELOW {
-        // From pageable memory the driver returns once src has been staged.
+        // Waits for the copy: src may be pinned memory (a CUDAHost import),
+        // which the driver would read later, after the caller moved on.
         // SAFETY: dst holds src.len() bytes on this device.
-        return unsafe { cu::memcpy_htod_async(dst, src, STREAM) }
-            .map_err(|e| driver_error(e, "copying host to device"));
+        return unsafe {
+            cu::memcpy_htod_async(dst, src, STREAM).and_then(|_| cu::stream::synchronize(STREAM))
+        }
+        .map_err(|e| driver_error(e, "copying host to device"));
     }
     with_staging(gpu, |staging| {
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
