@@ -21,6 +21,7 @@ pub mod ops;
 mod scalar;
 pub mod storage;
 mod tensor;
+mod views;
 
 #[cfg(feature = "python")]
 mod python;

@@ -182,7 +182,9 @@ impl Gpu {
         };
         match attempt() {
             Ok(ptr) => Ok(ptr),
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            // A request larger than the whole device can come back as an
+            // invalid value rather than out of memory: report both as OOM.
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY || bytes > self.total_mem => {
                 // Give cached blocks back to the driver and try once more.
                 // SAFETY: the context is current; STREAM and pool are valid.
                 unsafe {

@@ -595,6 +595,54 @@ impl PyTensor {
         Ok(Py::new(slf.py(), this.clone(slf.py())?)?.into_any())
     }
 
+    // ----- views (shape-only; they share memory) -----
+
+    /// `t.T`: every dimension reversed.
+    #[getter(T)]
+    fn reversed(&self) -> PyTensor {
+        self.derived(self.inner.reversed_dims())
+    }
+
+    fn t(&self) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.t().py()?))
+    }
+
+    fn transpose(&self, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.transpose(dim0, dim1).py()?))
+    }
+
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.permute(&size_values(dims)?).py()?))
+    }
+
+    fn unsqueeze(&self, dim: i64) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.unsqueeze(dim).py()?))
+    }
+
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.expand(&size_values(sizes)?).py()?))
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.view(&size_values(shape)?).py()?))
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let sizes = size_values(shape)?;
+        let t = &self.inner;
+        Ok(self.derived(maybe_detach(py, t.numel(), || t.reshape(&sizes)).py()?))
+    }
+
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<PyTensor> {
+        let t = &self.inner;
+        Ok(self.derived(maybe_detach(py, t.numel(), || t.flatten(start_dim, end_dim)).py()?))
+    }
+
     // ----- in-place writes -----
 
     /// Copies `src` (broadcast and cast) into this tensor's memory.
