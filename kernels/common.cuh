@@ -97,11 +97,36 @@ template <> struct Tr<bf16> {
     static __device__ __forceinline__ bf16 store(float c) { bf16 r; r.bits = float_to_bf16(c); return r; }
 };
 
-// Converting between compute types. C++ conversions do the right thing
-// except float -> integer, which C++ leaves undefined out of range: PTX's
-// cvt.rzi saturates, which is what a plain cast compiles to here.
+// Converting between compute types: C++ conversions, except float ->
+// integer. C++ leaves that undefined out of range and PTX saturates, but
+// PyTorch (and dlbridge's CPU backend) truncate to int64 first and then wrap
+// to the narrower type: -1.0 -> uint8 is 255, 3e9 -> int32 is -1294967296.
+template <typename To, typename From> struct Convert {
+    static __device__ __forceinline__ To go(From x) { return (To)x; }
+};
+#define DLB_FLOAT_TO_INT(F, I)                                                \
+    template <> struct Convert<I, F> {                                        \
+        static __device__ __forceinline__ I go(F x) { return (I)(long long)x; } \
+    };
+DLB_FLOAT_TO_INT(float, int)
+DLB_FLOAT_TO_INT(double, int)
+DLB_FLOAT_TO_INT(float, unsigned)
+DLB_FLOAT_TO_INT(double, unsigned)
+#undef DLB_FLOAT_TO_INT
+// uint64 keeps the values above the int64 range that it can hold.
+#define DLB_FLOAT_TO_U64(F)                                                   \
+    template <> struct Convert<unsigned long long, F> {                       \
+        static __device__ __forceinline__ unsigned long long go(F x) {        \
+            return x >= (F)9223372036854775808.0 ? (unsigned long long)x      \
+                                                 : (unsigned long long)(long long)x; \
+        }                                                                     \
+    };
+DLB_FLOAT_TO_U64(float)
+DLB_FLOAT_TO_U64(double)
+#undef DLB_FLOAT_TO_U64
+
 template <typename To, typename From>
-__device__ __forceinline__ To convert(From x) { return (To)x; }
+__device__ __forceinline__ To convert(From x) { return Convert<To, From>::go(x); }
 
 // The strided indexer. Host code drops size-1 dimensions and merges
 // dimensions that are contiguous in every operand before launching, so

@@ -48,10 +48,10 @@ __device__ __forceinline__ T combine(T x, T y, typename Tr<T>::C s, int mode) {
     return Tr<T>::store(apply<OP, C>(cx, Tr<T>::load(y)));
 }
 
+// The scalar arrives in the compute type (float for float16 and bfloat16),
+// unrounded, as PyTorch passes it: the result is rounded once.
 template <int OP, typename T>
-__device__ void binary_contig(T* out, const T* a, const T* b, T scalar, int mode, i64 n, int wide) {
-    typedef typename Tr<T>::C C;
-    const C s = Tr<T>::load(scalar);
+__device__ void binary_contig(T* out, const T* a, const T* b, typename Tr<T>::C s, int mode, i64 n, int wide) {
     const i64 start = global_thread(), step = grid_threads();
     i64 done = 0;
     if (wide) {
@@ -77,9 +77,7 @@ __device__ void binary_contig(T* out, const T* a, const T* b, T scalar, int mode
 }
 
 template <int OP, typename T>
-__device__ void binary_strided(T* out, const T* a, const T* b, T scalar, int mode, i64 n, const Indexer& ix) {
-    typedef typename Tr<T>::C C;
-    const C s = Tr<T>::load(scalar);
+__device__ void binary_strided(T* out, const T* a, const T* b, typename Tr<T>::C s, int mode, i64 n, const Indexer& ix) {
     for (i64 i = global_thread(); i < n; i += grid_threads()) {
         i64 off[3];
         offsets<3>(ix, i, off);
@@ -91,11 +89,11 @@ __device__ void binary_strided(T* out, const T* a, const T* b, T scalar, int mod
 
 #define DLB_BINARY(name, OP, tag, T)                                                          \
     extern "C" __global__ void dlb_##name##_contig_##tag(                                     \
-        T* out, const T* a, const T* b, T scalar, int mode, i64 n, int wide) {                \
+        T* out, const T* a, const T* b, Tr<T>::C scalar, int mode, i64 n, int wide) {         \
         binary_contig<OP, T>(out, a, b, scalar, mode, n, wide);                               \
     }                                                                                         \
     extern "C" __global__ void dlb_##name##_strided_##tag(                                    \
-        T* out, const T* a, const T* b, T scalar, int mode, i64 n, Indexer ix) {              \
+        T* out, const T* a, const T* b, Tr<T>::C scalar, int mode, i64 n, Indexer ix) {       \
         binary_strided<OP, T>(out, a, b, scalar, mode, n, ix);                                \
     }
 

@@ -21,6 +21,9 @@ pub fn unavailable_reason() -> Option<String> {
 pub fn synchronize(device: Option<u32>) -> Result<()> {
     off(Device::cuda(device))
 }
+pub fn empty_cache() -> Result<()> {
+    off(Device::cuda(None))
+}
 pub fn device_name(index: u32) -> Result<String> {
     off(Device::cuda(Some(index)))
 }

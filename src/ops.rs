@@ -154,11 +154,46 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     if !device.is_cpu() {
         return binary_cuda(a, b, op, dtype);
     }
+    if let Some(result) = half_with_scalar(a, b, op, dtype)? {
+        return Ok(result);
+    }
     let (ta, tb) = (as_tensor(a, dtype, device)?, as_tensor(b, dtype, device)?);
     let shape = broadcast_shapes(ta.shape(), tb.shape())?;
     let out = Tensor::empty(&shape, dtype, device)?;
     cpu::binary_into(&out, &ta, &tb, op);
     Ok(out)
+}
+
+/// float16/bfloat16 with a Python number, as PyTorch computes it: in float32
+/// with the number unrounded, rounding once at the end (the CUDA kernels do
+/// the same by taking the number in float32). A number on the left of `-`
+/// or `/` is the exception: PyTorch's `rsub`/`rdiv` round it to the tensor's
+/// dtype first, which the ordinary path does (see [`number_as_operand`]).
+fn half_with_scalar(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Option<Tensor>> {
+    if !matches!(dtype, DType::F16 | DType::BF16) {
+        return Ok(None);
+    }
+    let widened = match (a, b) {
+        (Operand::Tensor(t), Operand::Scalar(s)) => {
+            binary((&t.to_dtype(DType::F32)?).into(), s.into(), op)?
+        }
+        (Operand::Scalar(s), Operand::Tensor(t)) if matches!(op, BinaryOp::Add | BinaryOp::Mul) => {
+            binary(s.into(), (&t.to_dtype(DType::F32)?).into(), op)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(widened.to_dtype(dtype)?))
+}
+
+/// A Python number on the left of `-` or `/` becomes a value of the op's
+/// dtype first (PyTorch's `rsub`/`rdiv` wrap it in a tensor); elsewhere it
+/// keeps its full precision.
+fn number_as_operand(s: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Scalar {
+    if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
+        crate::with_element!(dtype, T => crate::Element::to_scalar(<T as crate::Element>::from_scalar(s)))
+    } else {
+        s
+    }
 }
 
 /// [`binary`] on a CUDA device: operands cast to `dtype` on the device,
@@ -172,7 +207,12 @@ fn binary_cuda(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Ten
             false,
         ),
         (Operand::Tensor(x), Operand::Scalar(s)) => (x.to_dtype(dtype)?, None, s, false),
-        (Operand::Scalar(s), Operand::Tensor(y)) => (y.to_dtype(dtype)?, None, s, true),
+        (Operand::Scalar(s), Operand::Tensor(y)) => (
+            y.to_dtype(dtype)?,
+            None,
+            number_as_operand(s, dtype, op, true),
+            true,
+        ),
         (Operand::Scalar(_), Operand::Scalar(_)) => unreachable!("device_of needs a tensor"),
     };
     let shape = match &rhs {
@@ -228,7 +268,8 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
         let result = binary(Operand::Tensor(dst), b, op)?;
         return dst.copy_(&result);
     }
-    if dtype == dst.dtype() {
+    let half_scalar = matches!(dtype, DType::F16 | DType::BF16) && matches!(b, Operand::Scalar(_));
+    if dtype == dst.dtype() && !half_scalar {
         let rhs = match b {
             Operand::Tensor(t) if t.may_overlap(dst) => {
                 cpu::materialize(&t.to_dtype(dtype)?.clone_data()?)?

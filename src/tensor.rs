@@ -186,6 +186,20 @@ impl Tensor {
     }
 
     pub(crate) fn ensure_writable(&self) -> Result<()> {
+        // A stride-0 dimension makes several elements one memory location
+        // (an `expand`ed tensor): writes would race, so PyTorch refuses.
+        let l = self.layout();
+        if l.shape
+            .iter()
+            .zip(&l.strides)
+            .any(|(&n, &s)| s == 0 && n > 1)
+        {
+            bail!(
+                Runtime,
+                "unsupported operation: more than one element of the written-to tensor refers to a \
+                 single memory location. Please clone() the tensor before performing the operation."
+            );
+        }
         if self.is_read_only() {
             bail!(
                 Runtime,

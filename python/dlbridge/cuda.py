@@ -31,6 +31,13 @@ def synchronize(device=None) -> None:
     _core.cuda_synchronize(device)
 
 
+def empty_cache() -> None:
+    """Gives dlbridge's cached free GPU memory back to the driver, so other
+    libraries can allocate it (like ``torch.cuda.empty_cache()``). dlbridge
+    keeps freed memory in its pool otherwise, as PyTorch's allocator does."""
+    _core.cuda_empty_cache()
+
+
 def get_device_name(device=None) -> str:
     """The device's marketing name, e.g. ``'NVIDIA H100 80GB HBM3'``."""
     return _core.cuda_get_device_name(device)

@@ -141,6 +141,30 @@ fn scalar_bytes(dtype: DType, value: Scalar) -> [u8; 16] {
     out
 }
 
+/// The bytes of `value` in the type the kernel computes `dtype` in
+/// (`Tr<T>::C` in `kernels/common.cuh`): float16 and bfloat16 compute in
+/// float32, so the scalar goes unrounded, as PyTorch passes it; narrow
+/// integers wrap to their dtype, then widen.
+fn compute_scalar_bytes(dtype: DType, value: Scalar) -> [u8; 16] {
+    use crate::Element;
+    let widened: Option<[u8; 4]> = match dtype {
+        DType::F16 | DType::BF16 => Some(f32::from_scalar(value).to_le_bytes()),
+        DType::I8 => Some((i8::from_scalar(value) as i32).to_le_bytes()),
+        DType::I16 => Some((i16::from_scalar(value) as i32).to_le_bytes()),
+        DType::U8 => Some((u8::from_scalar(value) as u32).to_le_bytes()),
+        DType::U16 => Some((u16::from_scalar(value) as u32).to_le_bytes()),
+        _ => None,
+    };
+    match widened {
+        Some(four) => {
+            let mut out = [0u8; 16];
+            out[..4].copy_from_slice(&four);
+            out
+        }
+        None => scalar_bytes(dtype, value),
+    }
+}
+
 fn arg<T>(v: &mut T) -> *mut c_void {
     (v as *mut T).cast()
 }
@@ -197,7 +221,7 @@ pub fn binary(
     let mut po = dev_ptr(out)?;
     let mut pa = dev_ptr(&a)?;
     let mut pb = b.as_ref().map(dev_ptr).transpose()?.unwrap_or(0);
-    let mut s = scalar_bytes(dtype, scalar);
+    let mut s = compute_scalar_bytes(dtype, scalar);
     let mut n = out.numel() as i64;
     let contiguous =
         out.is_contiguous() && a.is_contiguous() && b.as_ref().is_none_or(|b| b.is_contiguous());
@@ -265,7 +289,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let mut n = dst.numel() as i64;
     if dst.dtype() == src.dtype() {
         if dst.is_contiguous() && src.is_contiguous() {
-            gpu.bind()?;
+            let _ctx = gpu.bind()?;
             // SAFETY: both ranges hold nbytes on this device and do not overlap.
             return unsafe { cu::memcpy_dtod_async(pd, ps, dst.nbytes(), STREAM) }
                 .map_err(|e| driver_error(e, "copying device to device"));
@@ -466,6 +490,27 @@ mod tests {
         let strides: Vec<i64> = (0..17).map(|d| 1i64 << (2 * d)).collect();
         let err = indexer(&shape, &[strides]).err().unwrap();
         assert!(err.to_string().contains("up to 16"), "{err}");
+    }
+
+    #[test]
+    fn kernel_scalars_travel_in_the_compute_type() {
+        // 0.1 stays a float32 0.1 for a float16 op (rounded once, at the end).
+        assert_eq!(
+            &compute_scalar_bytes(DType::F16, Scalar::Float(0.1))[..4],
+            &0.1f32.to_le_bytes()
+        );
+        assert_eq!(
+            &compute_scalar_bytes(DType::I8, Scalar::Int(-1))[..4],
+            &(-1i32).to_le_bytes()
+        );
+        assert_eq!(
+            &compute_scalar_bytes(DType::U8, Scalar::Int(-1))[..4],
+            &255u32.to_le_bytes()
+        );
+        assert_eq!(
+            &compute_scalar_bytes(DType::I64, Scalar::Int(-2))[..8],
+            &(-2i64).to_le_bytes()
+        );
     }
 
     #[test]

@@ -27,6 +27,32 @@ pub fn add_package_roots(roots: impl IntoIterator<Item = PathBuf>) {
 /// pinned to CUDA 13 and fall back to 12).
 const NVRTC_NAMES: [&str; 2] = ["libnvrtc.so.13", "libnvrtc.so.12"];
 
+/// The NVRTC sonames in order of preference: a driver only loads code from
+/// an NVRTC of its own major version or older, so with a CUDA 12 driver the
+/// 12 library comes first.
+fn preferred_names() -> Vec<&'static str> {
+    let mut names = NVRTC_NAMES.to_vec();
+    if driver_major().is_some_and(|major| major < 13) {
+        names.reverse();
+    }
+    names
+}
+
+/// The CUDA major version the installed driver supports, if there is one.
+fn driver_major() -> Option<i32> {
+    if !driver_present() {
+        return None;
+    }
+    std::panic::catch_unwind(|| {
+        let mut version = 0;
+        // SAFETY: cuDriverGetVersion needs no cuInit and writes one int.
+        let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+        (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS).then_some(version / 1000)
+    })
+    .ok()
+    .flatten()
+}
+
 /// Every directory that may hold an NVRTC library, most specific first.
 fn candidate_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
@@ -67,7 +93,7 @@ pub fn find_nvrtc() -> Option<PathBuf> {
         return Some(PathBuf::from(path));
     }
     let dirs = candidate_dirs();
-    NVRTC_NAMES.iter().find_map(|name| {
+    preferred_names().into_iter().find_map(|name| {
         dirs.iter()
             .map(|d| d.join(name))
             .find(|p: &PathBuf| p.is_file())
@@ -80,7 +106,12 @@ static PRELOADED: OnceLock<Option<PathBuf>> = OnceLock::new();
 /// Opens the best NVRTC copy by full path (once), so cudarc's later
 /// open-by-soname returns it. Returns whether NVRTC can be used at all.
 pub fn ensure_nvrtc() -> bool {
-    PRELOADED.get_or_init(|| find_nvrtc().filter(|path| dlopen_global(path)));
+    PRELOADED.get_or_init(|| {
+        find_nvrtc().filter(|path| {
+            preload_builtins(path);
+            dlopen_global(path)
+        })
+    });
     // SAFETY: is_culib_present only tries to dlopen candidate names.
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
@@ -94,6 +125,22 @@ pub fn nvrtc_path() -> Option<PathBuf> {
 pub fn driver_present() -> bool {
     // SAFETY: is_culib_present only tries to dlopen candidate names.
     unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// NVRTC opens `libnvrtc-builtins.so.<major>.<minor>` by name when it
+/// compiles; a copy beside the chosen library is opened first, so that works
+/// even when the folder is on no search path (older wheels set no RUNPATH).
+fn preload_builtins(nvrtc: &Path) {
+    let Some(dir) = nvrtc.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("libnvrtc-builtins.so.") {
+            dlopen_global(&entry.path());
+        }
+    }
 }
 
 /// `dlopen(path, RTLD_NOW | RTLD_GLOBAL)`, kept open for the process's life.

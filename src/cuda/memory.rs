@@ -25,7 +25,8 @@ pub fn new_storage(device: Device, bytes: usize, zeroed: bool) -> Result<Storage
     let ptr = gpu.alloc(bytes)?;
     let allocation = CudaAllocation { ptr, gpu };
     if zeroed && bytes > 0 {
-        // SAFETY: ptr holds at least `bytes` bytes; the context is current (alloc bound it).
+        let _ctx = gpu.bind()?;
+        // SAFETY: ptr holds at least `bytes` bytes; the context is current.
         unsafe { cu::memset_d8_async(ptr, 0, bytes, STREAM) }
             .map_err(|e| driver_error(e, "zeroing new memory"))?;
     }

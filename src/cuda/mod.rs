@@ -27,7 +27,8 @@ pub use stream::{check_stream, order_before_consumer};
 
 use crate::{Device, DeviceKind, Result, Tensor};
 
-/// Waits for all of dlbridge's work on `device` (every device when `None`).
+/// Waits for all of dlbridge's work on `device` (on every device dlbridge
+/// has used when `None`).
 pub fn synchronize(device: Option<u32>) -> Result<()> {
     match device {
         Some(i) => runtime::gpu(i)?.synchronize(),
@@ -35,20 +36,29 @@ pub fn synchronize(device: Option<u32>) -> Result<()> {
             if !is_available() {
                 return Err(crate::Error::no_cuda(Device::cuda(None)));
             }
-            (0..device_count() as u32).try_for_each(|i| runtime::gpu(i)?.synchronize())
+            runtime::opened().try_for_each(|gpu| gpu.synchronize())
         }
     }
 }
 
-/// The device's name, e.g. "NVIDIA H100 80GB HBM3".
-pub fn device_name(index: u32) -> Result<String> {
-    Ok(runtime::gpu(index)?.name.clone())
+/// Gives dlbridge's cached free device memory back to the driver, so
+/// PyTorch, CuPy or JAX can allocate it (`torch.cuda.empty_cache()`).
+pub fn empty_cache() -> Result<()> {
+    if !is_available() {
+        return Err(crate::Error::no_cuda(Device::cuda(None)));
+    }
+    runtime::opened().try_for_each(|gpu| gpu.empty_cache())
 }
 
-/// `(major, minor)` compute capability of a device.
+/// The device's name, e.g. "NVIDIA H100 80GB HBM3" (opens no context).
+pub fn device_name(index: u32) -> Result<String> {
+    Ok(runtime::describe(index)?.0)
+}
+
+/// `(major, minor)` compute capability of a device (opens no context).
 pub fn capability(index: u32) -> Result<(i32, i32)> {
-    let cc = runtime::gpu(index)?.cc;
-    Ok((cc / 10, cc % 10))
+    let (_, major, minor) = runtime::describe(index)?;
+    Ok((major, minor))
 }
 
 /// Resolves `cuda` (no index) to `cuda:0` and checks the device exists.

@@ -28,6 +28,25 @@ pub fn driver_error(e: DriverError, what: &str) -> Error {
     Error::Runtime(format!("CUDA error: {text} ({what})"))
 }
 
+/// Restores the thread's previous current context when dropped.
+#[must_use = "the context is only current while the guard lives"]
+pub struct ContextGuard {
+    /// `Some(previous)` when `bind` changed the current context.
+    restore: Option<Option<sys::CUcontext>>,
+}
+
+impl Drop for ContextGuard {
+    fn drop(&mut self) {
+        if let Some(previous) = self.restore {
+            // SAFETY: previous was current on this thread a moment ago (or
+            // null, meaning none), so it is a live context handle.
+            unsafe {
+                let _ = cu::ctx::set_current(previous.unwrap_or(std::ptr::null_mut()));
+            }
+        }
+    }
+}
+
 /// Per-device state.
 pub struct Gpu {
     pub ordinal: u32,
@@ -38,7 +57,6 @@ pub struct Gpu {
     pub cc: i32,
     pub sm_count: u32,
     pub total_mem: usize,
-    pub name: String,
     target: OnceLock<std::result::Result<String, String>>,
     modules: Mutex<HashMap<(&'static str, &'static str), sys::CUmodule>>,
     functions: Mutex<HashMap<String, sys::CUfunction>>,
@@ -53,7 +71,10 @@ unsafe impl Send for Gpu {}
 unsafe impl Sync for Gpu {}
 
 struct Runtime {
-    gpus: Vec<OnceLock<std::result::Result<Gpu, String>>>,
+    /// One slot per device, filled on first use. A failed open is not
+    /// remembered (it may have been transient, e.g. out of memory).
+    gpus: Vec<OnceLock<Gpu>>,
+    opening: Mutex<()>,
 }
 
 static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
@@ -69,6 +90,7 @@ fn init() -> std::result::Result<Runtime, String> {
     .unwrap_or_else(|_| Err("the CUDA driver library could not be used".into()))?;
     Ok(Runtime {
         gpus: (0..count.max(0)).map(|_| OnceLock::new()).collect(),
+        opening: Mutex::new(()),
     })
 }
 
@@ -95,22 +117,59 @@ pub fn device_count() -> usize {
     runtime().map_or(0, |rt| rt.gpus.len())
 }
 
-/// The device `cuda:<ordinal>`, set up on first use.
-pub fn gpu(ordinal: u32) -> Result<&'static Gpu> {
+/// Checks that `cuda:<ordinal>` exists, without opening it.
+fn slot(ordinal: u32) -> Result<(&'static Runtime, &'static OnceLock<Gpu>)> {
     let Some(rt) = runtime().filter(|rt| !rt.gpus.is_empty()) else {
         return Err(Error::no_cuda(Device::cuda(Some(ordinal))));
     };
-    let Some(slot) = rt.gpus.get(ordinal as usize) else {
-        return Err(Error::Runtime(format!(
+    match rt.gpus.get(ordinal as usize) {
+        Some(slot) => Ok((rt, slot)),
+        None => Err(Error::Runtime(format!(
             "CUDA error: invalid device ordinal (cuda:{ordinal} was requested; this machine has {} CUDA \
              device{})",
             rt.gpus.len(),
             if rt.gpus.len() == 1 { "" } else { "s" }
-        )));
+        ))),
+    }
+}
+
+/// The device `cuda:<ordinal>`, set up on first use.
+pub fn gpu(ordinal: u32) -> Result<&'static Gpu> {
+    let (rt, slot) = slot(ordinal)?;
+    if let Some(gpu) = slot.get() {
+        return Ok(gpu);
+    }
+    let _one_at_a_time = rt.opening.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(gpu) = slot.get() {
+        return Ok(gpu);
+    }
+    let gpu = Gpu::open(ordinal)?;
+    Ok(slot.get_or_init(|| gpu))
+}
+
+/// The devices dlbridge has used so far.
+pub fn opened() -> impl Iterator<Item = &'static Gpu> {
+    runtime()
+        .into_iter()
+        .flat_map(|rt| rt.gpus.iter().filter_map(|slot| slot.get()))
+}
+
+/// A device's name and compute capability, read without creating a context.
+pub fn describe(ordinal: u32) -> Result<(String, i32, i32)> {
+    slot(ordinal)?;
+    let dev = cu::device::get(ordinal as i32).map_err(|e| driver_error(e, "cuDeviceGet"))?;
+    let name = cu::device::get_name(dev).map_err(|e| driver_error(e, "cuDeviceGetName"))?;
+    use sys::CUdevice_attribute_enum as A;
+    // SAFETY: dev is a valid device handle.
+    let attr = |a| {
+        unsafe { cu::device::get_attribute(dev, a) }
+            .map_err(|e| driver_error(e, "cuDeviceGetAttribute"))
     };
-    slot.get_or_init(|| Gpu::open(ordinal).map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| Error::Runtime(e.clone()))
+    Ok((
+        name,
+        attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    ))
 }
 
 /// The device a CUDA tensor is on (`cuda` without an index means `cuda:0`,
@@ -121,6 +180,11 @@ pub fn gpu_of(device: Device) -> Result<&'static Gpu> {
 
 impl Gpu {
     fn open(ordinal: u32) -> Result<Gpu> {
+        // cudarc leaves the new context current; put back what was there.
+        let previous = cu::ctx::get_current().ok().flatten();
+        let _restore = ContextGuard {
+            restore: Some(previous),
+        };
         let ctx = CudaContext::new(ordinal as usize)
             .map_err(|e| driver_error(e, "retaining the primary context"))?;
         let attr = |a| {
@@ -131,15 +195,16 @@ impl Gpu {
         let cc = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
             + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let sm_count = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
+        // Without a pool (old devices, or creation refused) allocations fall
+        // back to plain cuMemAlloc/cuMemFree.
         let pool = if ctx.has_async_alloc() {
-            Some(create_pool(ordinal)?)
+            create_pool(ordinal).ok()
         } else {
             None
         };
         Ok(Gpu {
             ordinal,
             total_mem: ctx.total_mem().unwrap_or(0),
-            name: ctx.name().unwrap_or_default(),
             ctx,
             pool,
             cc,
@@ -160,16 +225,26 @@ impl Gpu {
     }
 
     /// Makes this device's primary context current on the calling thread
-    /// (a no-op when it already is).
-    pub fn bind(&self) -> Result<()> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| driver_error(e, "making the primary context current"))
+    /// until the guard drops, then restores whatever was current before:
+    /// the CUDA runtime (PyTorch, CuPy) reads its current device from that
+    /// same driver state, so dlbridge must leave it as it found it.
+    pub fn bind(&self) -> Result<ContextGuard> {
+        let previous =
+            cu::ctx::get_current().map_err(|e| driver_error(e, "reading the current context"))?;
+        let target = self.ctx.cu_ctx();
+        if previous != Some(target) {
+            // SAFETY: target is this device's primary context, retained for the process's life.
+            unsafe { cu::ctx::set_current(target) }
+                .map_err(|e| driver_error(e, "making the primary context current"))?;
+        }
+        Ok(ContextGuard {
+            restore: (previous != Some(target)).then_some(previous),
+        })
     }
 
     /// `bytes` of device memory from dlbridge's pool, ordered on [`STREAM`].
     pub fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr> {
-        self.bind()?;
+        let _ctx = self.bind()?;
         let bytes = bytes.max(1);
         let attempt = || -> std::result::Result<sys::CUdeviceptr, DriverError> {
             // SAFETY: the context is current; pool belongs to this device.
@@ -214,9 +289,9 @@ impl Gpu {
 
     /// Returns memory from [`Gpu::alloc`], ordered after all work on [`STREAM`].
     pub fn free(&self, ptr: sys::CUdeviceptr) {
-        if self.bind().is_err() {
+        let Ok(_ctx) = self.bind() else {
             return;
-        }
+        };
         // SAFETY: ptr came from alloc on this device and is freed exactly once
         // (its owner's Drop); the free is stream-ordered after every use.
         unsafe {
@@ -256,7 +331,7 @@ impl Gpu {
                     let image = compile::compile_cached(file, only, self.target()?)?;
                     let mut bytes = image.bytes().to_vec();
                     bytes.push(0); // PTX must end in NUL; harmless after a cubin
-                    self.bind()?;
+                    let _ctx = self.bind()?;
                     // SAFETY: bytes is a complete cubin or NUL-terminated PTX image.
                     let m = unsafe { cu::module::load_data(bytes.as_ptr().cast::<c_void>()) }
                         .map_err(|e| driver_error(e, &format!("loading kernels/{}", file.name)))?;
@@ -289,7 +364,7 @@ impl Gpu {
         blocks: u32,
         params: &mut [*mut c_void],
     ) -> Result<()> {
-        self.bind()?;
+        let _ctx = self.bind()?;
         // SAFETY: forwarded from the caller.
         unsafe { cu::launch_kernel(f, (blocks.max(1), 1, 1), (256, 1, 1), 0, STREAM, params) }
             .map_err(|e| driver_error(e, &format!("launching kernel {name}")))
@@ -302,9 +377,21 @@ impl Gpu {
         wanted.min(self.sm_count as usize * 32) as u32
     }
 
+    /// Returns the pool's cached free memory to the driver (so other
+    /// libraries can use it), after dlbridge's queued work finishes.
+    pub fn empty_cache(&self) -> Result<()> {
+        self.synchronize()?;
+        if let Some(pool) = self.pool {
+            // SAFETY: pool belongs to this device and outlives the call.
+            unsafe { cu::mem_pool::trim_to(pool, 0) }
+                .map_err(|e| driver_error(e, "trimming the memory pool"))?;
+        }
+        Ok(())
+    }
+
     /// Waits for everything dlbridge enqueued on this device.
     pub fn synchronize(&self) -> Result<()> {
-        self.bind()?;
+        let _ctx = self.bind()?;
         // SAFETY: the context is current.
         unsafe { cu::stream::synchronize(STREAM) }
             .map_err(|e| driver_error(e, "synchronizing the stream"))

@@ -34,7 +34,7 @@ pub fn order_before_consumer(device: Device, stream: i64) -> Result<()> {
         return Ok(());
     }
     let gpu = gpu_of(device)?;
-    gpu.bind()?;
+    let _ctx = gpu.bind()?;
     let consumer = stream as usize as sys::CUstream;
     let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
         .map_err(|e| driver_error(e, "creating an event"))?;

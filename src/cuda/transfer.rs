@@ -36,7 +36,7 @@ unsafe impl Send for Staging {}
 
 impl Staging {
     fn new(gpu: &Gpu) -> Result<Staging> {
-        gpu.bind()?;
+        let _ctx = gpu.bind()?;
         let mut buffers = Vec::with_capacity(BUFFERS);
         for _ in 0..BUFFERS {
             // Not write-combined: the CPU reads these back after device-to-host copies.
@@ -95,7 +95,7 @@ fn with_staging<T>(gpu: &Gpu, f: impl FnOnce(&mut Staging) -> Result<T>) -> Resu
 /// Copies host bytes to device memory at `dst`. On return `src` may be
 /// reused; the copy itself completes in stream order.
 pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()> {
-    gpu.bind()?;
+    let _ctx = gpu.bind()?;
     if src.len() < DIRECT_BELOW {
         // Waits for the copy: src may be pinned memory (a CUDAHost import),
         // which the driver would read later, after the caller moved on.
@@ -125,7 +125,7 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
 
 /// Copies device bytes at `src` into host memory; complete on return.
 pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Result<()> {
-    gpu.bind()?;
+    let _ctx = gpu.bind()?;
     if dst.len() < DIRECT_BELOW {
         // SAFETY: src holds dst.len() bytes; the stream sync makes the copy complete.
         return unsafe {
@@ -179,7 +179,7 @@ pub fn device_to_device(
         return Ok(());
     }
     if std::ptr::eq(dst_gpu, src_gpu) {
-        dst_gpu.bind()?;
+        let _ctx = dst_gpu.bind()?;
         // SAFETY: both ranges hold `bytes` bytes on this device.
         return unsafe { cu::memcpy_dtod_async(dst, src, bytes, STREAM) }
             .map_err(|e| driver_error(e, "copying device to device"));
@@ -188,7 +188,7 @@ pub fn device_to_device(
     // destination's pending work (its allocation), copy on the source's
     // stream, and finish that, so both sides see a completed copy.
     dst_gpu.synchronize()?;
-    src_gpu.bind()?;
+    let _ctx = src_gpu.bind()?;
     // SAFETY: both ranges hold `bytes` bytes on their devices; both contexts are primary and live.
     unsafe {
         cu::memcpy_peer_async(

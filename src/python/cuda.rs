@@ -24,6 +24,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_get_device_name, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_get_device_capability, m)?)?;
@@ -65,6 +66,11 @@ fn device_index(device: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
 fn cuda_synchronize(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let index = device_index(device)?;
     py.detach(|| crate::cuda::synchronize(index)).py()
+}
+
+#[pyfunction]
+fn cuda_empty_cache(py: Python<'_>) -> PyResult<()> {
+    py.detach(crate::cuda::empty_cache).py()
 }
 
 #[pyfunction]

@@ -374,7 +374,6 @@ fn from_dlpack(
         ));
     }
     let device = match device {
-        Some(d) if !d.is_cpu() && d.index.is_none() && !t.device().is_cpu() => Some(t.device()),
         Some(d) if !d.is_cpu() => Some(crate::cuda::resolve(d).py()?),
         other => other,
     };

@@ -247,7 +247,7 @@ impl PyTensor {
         let py = slf.py();
         let this = slf.get();
         let t = &this.inner;
-        let device = device.map(|d| resolve_device(d, t.device()));
+        let device = device.map(resolve_device);
         let same_device = device.is_none_or(|d| d == t.device());
         let same_dtype = dtype.is_none_or(|d| d == t.dtype());
         if same_device && same_dtype && !copy {
@@ -270,12 +270,12 @@ impl PyTensor {
     }
 }
 
-/// `cuda` without an index means the current device, which is device 0.
-fn resolve_device(d: Device, current: Device) -> Device {
+/// `cuda` without an index means the current device, which is device 0
+/// (as in PyTorch, a `cuda:1` tensor's `.to('cuda')` moves to it).
+fn resolve_device(d: Device) -> Device {
     match (d.kind, d.index) {
-        (crate::DeviceKind::Cuda, None) if current.kind == crate::DeviceKind::Cuda => current,
         (crate::DeviceKind::Cuda, None) => Device::cuda(Some(0)),
-        _ => d,
+        _ => d.canonical(),
     }
 }
 

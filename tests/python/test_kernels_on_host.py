@@ -58,32 +58,26 @@ def estrides(a):
     return [s // a.itemsize for s in a.strides]
 
 
-class U8(ctypes.Structure):
-    _fields_ = [("v", ctypes.c_uint8)]
-
-
-class U16(ctypes.Structure):
-    _fields_ = [("v", ctypes.c_uint16)]
-
-
 class W16(ctypes.Structure):
     _fields_ = [("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64)]
 
 
+# The by-value scalar of the elementwise kernels travels in the compute type
+# (Tr<T>::C): float for float16/bfloat16, int/unsigned for narrow integers.
+COMPUTE_CTYPE = {
+    "b8": ctypes.c_bool, "u8": ctypes.c_uint32, "i8": ctypes.c_int32, "i16": ctypes.c_int32,
+    "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u16": ctypes.c_uint32, "u32": ctypes.c_uint32,
+    "u64": ctypes.c_uint64, "f16": ctypes.c_float, "bf16": ctypes.c_float, "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+
+
 def scalar_arg(tag, value):
-    """The kernel's by-value `T scalar` for a dtype tag."""
-    bits = np.array(value, dtype=TAGS[tag]).view(np.uint8 if TAGS[tag] in (np.bool_, np.uint8, np.int8) else
-                                                 {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(TAGS[tag]).itemsize])
-    size = np.dtype(TAGS[tag]).itemsize
-    if tag in ("b8",):
-        return U8(int(bits))
+    """The kernel's by-value scalar: the value in its dtype, widened to the compute type
+    (float16/bfloat16 values pass as the float32 they are given in, unrounded)."""
     if tag in ("f16", "bf16"):
-        return U16(int(bits))
-    ctype = {"u8": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
-             "i64": ctypes.c_int64, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
-             "f32": ctypes.c_float, "f64": ctypes.c_double}[tag]
-    assert ctypes.sizeof(ctype) == size
-    return ctype(np.array(value, dtype=TAGS[tag]).item())
+        return ctypes.c_float(float(value))
+    return COMPUTE_CTYPE[tag](np.array(value).astype(TAGS[tag]).item())
 
 
 @pytest.fixture(scope="session")
@@ -211,6 +205,21 @@ def test_binary_strided_in_place_on_a_transposed_view(lib):
     np.testing.assert_array_equal(x, 10 - np.arange(12).reshape(3, 4))
 
 
+@pytest.mark.parametrize("tag", ["f16", "bf16"])
+def test_half_types_take_the_scalar_unrounded_and_round_once(lib, tag):
+    # PyTorch computes float16/bfloat16 with a Python number in float32: 0.1 is not
+    # rounded to the tensor's dtype first, so the result is rounded only once.
+    a = np.arange(1, 2049).astype(TAGS[tag])
+    out = np.zeros_like(a)
+    args = [ptr(out), ptr(a), ptr(a), scalar_arg(tag, 0.1), ctypes.c_int(1), ctypes.c_int64(a.size), ctypes.c_int(1)]
+    run(lib["elementwise"], f"dlb_mul_contig_{tag}", args)
+    want = (a.astype(np.float32) * np.float32(0.1)).astype(TAGS[tag])
+    np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+    import torch
+    t = torch.from_numpy(a.astype(np.float32)).to(getattr(torch, {"f16": "float16", "bf16": "bfloat16"}[tag]))
+    np.testing.assert_array_equal(out.astype(np.float32), (t * 0.1).float().numpy())
+
+
 def test_integer_arithmetic_wraps(lib):
     a = np.array([2**31 - 1, -(2**31), 2**30], dtype=np.int32)
     out = np.zeros(3, dtype=np.int32)
@@ -332,3 +341,23 @@ def test_rand_is_uniform_reproducible_and_below_one(lib, tag):
     assert abs(f.mean() - 0.5) < 0.02 and abs(f.var() - 1 / 12) < 0.01
     np.testing.assert_array_equal(a.astype(np.float64), b.astype(np.float64))  # launch shape doesn't matter
     assert (a.astype(np.float64) != c.astype(np.float64)).mean() > 0.5
+
+
+@pytest.mark.parametrize("src", ["f32", "f64"])
+@pytest.mark.parametrize("dst", INTS)
+def test_float_to_integer_casts_wrap_through_int64_like_the_cpu_backend(lib, src, dst):
+    import dlbridge as db
+
+    v = np.array([-1.0, -200.0, 300.0, 3e9, -3e9, 2.5e10, 70000.7, -70000.2], dtype=TAGS[src])
+    if dst == "u64":
+        v = np.concatenate([v, np.array([1.5e19], dtype=TAGS[src])])
+    out = np.zeros(v.size, dtype=TAGS[dst])
+    ix = indexer((v.size,), [1], [1])
+    run(lib["cast"], f"dlb_cast_{src}_{dst}", [ptr(out), ptr(v), ctypes.c_int64(v.size), ix])
+    with np.errstate(invalid="ignore"):
+        via_int64 = np.array([int(x) if abs(x) < 2**63 else int(x) % 2**64 for x in v.astype(np.float64)],
+                             dtype=object)
+    want = np.array([x % 2 ** (8 * out.itemsize) for x in via_int64], dtype=np.uint64).astype(TAGS[dst])
+    np.testing.assert_array_equal(out, want)
+    cpu = db.from_numpy(v).to(getattr(db, np.dtype(TAGS[dst]).name)).numpy()
+    np.testing.assert_array_equal(out, cpu)

@@ -543,3 +543,28 @@ def test_sum_of_empty_is_positive_zero_like_torch(dtype):
     theirs = torch.zeros(0, dtype=getattr(torch, dtype)).sum()
     assert repr(ours).replace("dlbridge", "torch") == repr(theirs)
     assert str(ours.item()) == str(theirs.item())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("expr", ["t * 0.1", "t / 3", "0.7 * t", "1.1 - t", "t + 0.3", "t - 0.3", "0.3 + t"])
+def test_half_types_with_python_numbers_round_once_like_torch(dtype, expr):
+    import torch
+
+    a = np.arange(1, 2049, dtype=np.float32)
+    d = db.from_numpy(a).to(getattr(db, dtype))
+    t = torch.from_numpy(a).to(getattr(torch, dtype))
+    got = eval(expr, {"t": d}).float().numpy()
+    want = eval(expr, {"t": t}).float().numpy()
+    np.testing.assert_array_equal(got, want)
+    d2 = d.clone()
+    d2.mul_(0.1)
+    np.testing.assert_array_equal(d2.float().numpy(), (t * 0.1).float().numpy())
+
+
+def test_in_place_writes_into_expanded_tensors_are_refused_like_torch():
+    base = db.zeros(3)
+    e = base.expand(2, 3)
+    for write in (lambda: e.add_(1), lambda: e.fill_(2), lambda: e.copy_(db.ones(2, 3))):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            write()
+    assert base.tolist() == [0.0, 0.0, 0.0]
