@@ -130,7 +130,9 @@ def test_unknown_architecture_is_a_clear_error():
 
 
 def run_python(code, **env):
-    full_env = dict(os.environ, **env)
+    """Runs code in a fresh interpreter; CUDA_PATH/CUDA_HOME/CUDA_ROOT only as given."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")}
+    full_env.update(env)
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
     )
@@ -162,3 +164,31 @@ def test_import_works_with_no_cuda_libraries_at_all():
     out = run_python(code, DLBRIDGE_NVRTC="/nonexistent/libnvrtc.so.13")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "6.0"]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variable", ["CUDA_PATH", "CUDA_HOME"])
+def test_nvrtc_is_found_under_cuda_path_and_cuda_home_first(tmp_path, variable):
+    # A toolkit named by CUDA_PATH/CUDA_HOME wins over the wheels on sys.path.
+    found = run_python("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
+    real = Path(found.stdout.strip())
+    assert real.is_file(), found.stdout + found.stderr
+    lib64 = tmp_path / "lib64"
+    lib64.mkdir()
+    for f in real.parent.glob("libnvrtc*.so*"):
+        (lib64 / f.name).symlink_to(f)
+    out = run_python(
+        "import dlbridge as db; print(db.cuda.nvrtc_version()); print(db.cuda.nvrtc_path())",
+        **{variable: str(tmp_path)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].startswith(str(lib64)), out.stdout
+
+
+@needs_nvrtc
+def test_nvrtc_from_the_wheels_on_sys_path():
+    out = run_python("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
+    path = out.stdout.strip()
+    if not path or "site-packages" not in path:
+        pytest.skip(f"NVRTC came from elsewhere here: {path!r}")
+    assert "/nvidia/" in path and Path(path).name.startswith("libnvrtc.so.")
