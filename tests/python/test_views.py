@@ -45,6 +45,7 @@ CASES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
 @pytest.mark.parametrize("op", list(CASES.values()), ids=list(CASES))
 def test_views_match_torch(op):
     d, t = pair()
