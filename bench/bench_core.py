@@ -14,15 +14,14 @@ import gc
 import json
 import os
 import platform
-import statistics
 import sys
-import timeit
 from pathlib import Path
-from time import perf_counter_ns
 from types import SimpleNamespace
 
 import numpy as np
 import torch
+
+from _timing import per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -30,24 +29,6 @@ RESULTS = Path(__file__).resolve().parent / "results" / "core.json"
 
 
 # ----------------------------------------------------------------- helpers
-def per_call_ns(pairs, loops, samples):
-    """Median per-call ns of each (stmt, namespace) pair.
-
-    Each sample runs `stmt` `loops` times in a tight loop (timeit inlines the
-    statement, so there is no extra function-call overhead) timed with
-    perf_counter_ns. Samples of the different pairs are interleaved so drift
-    (frequency scaling, other load) hits all sides alike.
-    """
-    timers = [timeit.Timer(stmt, timer=perf_counter_ns, globals=ns) for stmt, ns in pairs]
-    for t in timers:  # warm-up
-        t.timeit(max(1, loops // 10))
-    times = [[] for _ in timers]
-    for _ in range(samples):
-        for t, out in zip(timers, times):
-            out.append(t.timeit(loops) / loops)
-    return [statistics.median(ts) for ts in times]
-
-
 def proc_status_kib(*keys):
     """Read fields such as VmRSS / VmHWM (KiB) from /proc/self/status."""
     vals = {}

@@ -18,13 +18,14 @@ import os
 import platform
 import statistics
 import sys
-import timeit
 from pathlib import Path
 from time import perf_counter_ns
 from types import SimpleNamespace
 
 import numpy as np
 import torch
+
+from _timing import per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -35,22 +36,6 @@ LEGEND = ("ratio: 'thru' rows = dlbridge / peer throughput (higher is better); "
 
 
 # ----------------------------------------------------------------- helpers
-def per_call_ns(pairs, loops, samples):
-    """Median per-call ns of each (stmt, namespace) pair: bench_core.py's method.
-
-    Each sample runs `stmt` `loops` times in a tight loop (timeit inlines the
-    statement) timed with perf_counter_ns; the pairs' samples are interleaved.
-    """
-    timers = [timeit.Timer(stmt, timer=perf_counter_ns, globals=ns) for stmt, ns in pairs]
-    for t in timers:  # warm-up
-        t.timeit(max(1, loops // 10))
-    times = [[] for _ in timers]
-    for _ in range(samples):
-        for t, out in zip(timers, times):
-            out.append(t.timeit(loops) / loops)
-    return [statistics.median(ts) for ts in times]
-
-
 def gpu_seconds(fns, loops, samples, sync):
     """Median seconds per call of each fn, GPU work included.
 
