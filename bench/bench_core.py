@@ -57,7 +57,7 @@ def row(rows, name, ours, peer, ratio, target, ok, unit="ns"):
 
 # ------------------------------------------------------------------- rows
 def bench_calls(db, cfg, rows):
-    """Rows 1-5: per-call cost of each exchange path vs the peer."""
+    """Rows 1-5, 10, 11: per-call cost of each exchange path vs the peer."""
     a = np.zeros(16, dtype=np.float32)
     t, tt = db.from_numpy(a), torch.from_numpy(a)
     dl = "t.__dlpack__(max_version=(1, 0))"  # capsule dropped at once: destructor runs too
@@ -71,6 +71,13 @@ def bench_calls(db, cfg, rows):
         ("4. from_dlpack(a) vs torch.from_dlpack", "f(a)", dict(f=db.from_dlpack, a=a),
          "f(a)", dict(f=torch.from_dlpack, a=a), 0.5),
         ("5. t.__dlpack__ vs ndarray.__dlpack__", dl, dict(t=t), dl, dict(t=a), 2.0),
+        # Rows 10-11 (issue 4): exchange with torch through the DLPack C
+        # exchange API where a side consumes it, against torch's own import
+        # of an ndarray.
+        ("10. from_dlpack(torch_t) vs torch.from_dlpack(a)", "f(x)", dict(f=db.from_dlpack, x=tt),
+         "g(a)", dict(g=torch.from_dlpack, a=a), 0.25),
+        ("11. torch.from_dlpack(t) vs torch.from_dlpack(a)", "g(t)", dict(g=torch.from_dlpack, t=t),
+         "g(a)", dict(g=torch.from_dlpack, a=a), 0.25),
     ]
     for name, s1, ns1, s2, ns2, target in cases:
         ours, peer = per_call_ns([(s1, ns1), (s2, ns2)], cfg.loops, cfg.samples)

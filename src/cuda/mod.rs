@@ -23,7 +23,7 @@ pub(crate) use kernels::{binary, copy_into, fill, rand, sum};
 pub use library::{add_package_roots, nvrtc_path};
 pub use memory::{CudaAllocation, new_storage};
 pub use runtime::{device_count, is_available, unavailable_reason};
-pub use stream::{check_stream, order_before_consumer};
+pub use stream::{check_stream, order_before_consumer, wait_for_producer};
 
 use crate::{Device, DeviceKind, Result, Tensor};
 

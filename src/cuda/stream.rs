@@ -56,3 +56,32 @@ pub fn order_before_consumer(device: Device, stream: i64) -> Result<()> {
     }
     result.map_err(|e| driver_error(e, "making the consumer's stream wait for dlbridge's work"))
 }
+
+/// Makes dlbridge's stream wait for everything enqueued so far on a
+/// producer's `stream` (a `cudaStream_t`; NULL or 1 is the legacy default
+/// stream, dlbridge's own, so nothing is needed).
+pub fn wait_for_producer(device: Device, stream: i64) -> Result<()> {
+    if stream == 0 || stream == 1 {
+        return Ok(());
+    }
+    let gpu = gpu_of(device)?;
+    let _ctx = gpu.bind()?;
+    let producer = stream as usize as sys::CUstream;
+    let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+        .map_err(|e| driver_error(e, "creating an event"))?;
+    // SAFETY: event and both streams belong to this device's primary context.
+    let result = unsafe {
+        cu::event::record(event, producer).and_then(|_| {
+            cu::stream::wait_event(
+                STREAM,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        })
+    };
+    // SAFETY: event came from create above and is destroyed once.
+    unsafe {
+        let _ = cu::event::destroy(event);
+    }
+    result.map_err(|e| driver_error(e, "waiting for the producer's stream"))
+}

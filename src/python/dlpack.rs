@@ -179,6 +179,7 @@ pub(crate) fn dlpack(
     } else {
         (t, false)
     };
+    super::exchange_api::PROTOCOL_EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if !src.device().is_cpu() {
         // None means the legacy default stream (1), as the spec says for CUDA.
         crate::cuda::order_before_consumer(src.device(), stream.unwrap_or(1)).py()?;
@@ -336,6 +337,9 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
     // SAFETY: a type check on a live object.
     let is_capsule = unsafe { ffi::PyCapsule_CheckExact(ob.as_ptr()) } == 1;
+    if !is_capsule && let Some(imported) = super::exchange_api::import(ob) {
+        return imported;
+    }
     let capsule = if is_capsule {
         ob.clone()
     } else {

@@ -7,6 +7,7 @@ mod device;
 mod dlpack;
 mod dtype;
 mod errors;
+mod exchange_api;
 mod fastcall;
 mod index;
 mod numpy;
@@ -28,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;
     cuda::register(m)?;
+    m.add_function(wrap_pyfunction!(exchange_api::exchange_api_counts, m)?)?;
     Ok(())
 }
 

@@ -21,20 +21,21 @@ const DETACH_THRESHOLD: usize = 1 << 15;
 pub struct PyTensor {
     pub inner: Tensor,
     requires_grad: AtomicBool,
+    /// Shape then element strides as int64, made on first request by the C
+    /// exchange API's non-owning `DLTensor` view, which points into them.
+    pub(crate) dl_dims: std::sync::OnceLock<Box<[i64]>>,
 }
 
 impl PyTensor {
     pub fn new(inner: Tensor) -> PyTensor {
-        PyTensor {
-            inner,
-            requires_grad: AtomicBool::new(false),
-        }
+        PyTensor::with_grad(inner, false)
     }
 
     pub fn with_grad(inner: Tensor, requires_grad: bool) -> PyTensor {
         PyTensor {
             inner,
             requires_grad: AtomicBool::new(requires_grad),
+            dl_dims: std::sync::OnceLock::new(),
         }
     }
 
@@ -958,6 +959,12 @@ impl PyTensor {
             .getattr("_repr")?
             .call1((slf,))?
             .extract()
+    }
+
+    /// The DLPack C exchange API table (see `exchange_api.rs`).
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
+        super::exchange_api::capsule(py)
     }
 
     /// NumPy defers binary operators to dlbridge, so `ndarray + tensor` is a tensor.
