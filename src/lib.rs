@@ -5,6 +5,9 @@
 //! knows nothing of Python; `python/` binds it, `dlpack/` moves it across
 //! the DLPack ABI, and `cpu/` computes on host memory.
 
+#[cfg(feature = "capi")]
+#[allow(non_camel_case_types)]
+pub mod capi;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -35,6 +35,12 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     let dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;
+    if view.byte_offset() % itemsize as u64 != 0 {
+        return Err(Error::Buffer(format!(
+            "invalid DLPack tensor: byte_offset {} is not a multiple of the {itemsize}-byte item size",
+            view.byte_offset()
+        )));
+    }
     let too_big =
         || Error::Buffer("invalid DLPack tensor: strides overflow the address space".into());
     let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();

@@ -1,0 +1,121 @@
+//! Status codes and the thread-local error message.
+
+use crate::Error;
+use std::cell::RefCell;
+use std::ffi::{CString, c_char};
+
+/// What a `dlb_*` function reports.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum dlb_status {
+    /// Success.
+    DLB_OK = 0,
+    /// A required pointer argument was NULL.
+    DLB_ERR_NULL_POINTER = 1,
+    /// An argument is out of range (a negative `ndim`, a negative size, an
+    /// unknown operator, an index out of range).
+    DLB_ERR_INVALID_ARGUMENT = 2,
+    /// A DLPack tensor with a major version other than 1.
+    DLB_ERR_UNSUPPORTED_VERSION = 3,
+    /// A dtype dlbridge does not have (code, bits or lanes).
+    DLB_ERR_UNSUPPORTED_DTYPE = 4,
+    /// A device type dlbridge does not support, or an invalid device id.
+    DLB_ERR_UNSUPPORTED_DEVICE = 5,
+    /// A malformed tensor: NULL shape, NULL data with elements, a byte
+    /// offset that is not a multiple of the item size, sizes or strides whose
+    /// extent overflows, strides that are not whole elements.
+    DLB_ERR_INVALID_TENSOR = 6,
+    /// Shapes that do not broadcast, a dtype an operation refuses, writing a
+    /// read-only tensor, and other refused operations.
+    DLB_ERR_INVALID_OPERATION = 7,
+    /// CUDA was asked for and is not available (no driver or device).
+    DLB_ERR_NO_CUDA = 8,
+    /// An allocation failed.
+    DLB_ERR_OUT_OF_MEMORY = 9,
+    /// Any other runtime failure (a CUDA error, say).
+    DLB_ERR_RUNTIME = 10,
+    /// A bug in dlbridge (a caught panic). Please report it.
+    DLB_ERR_INTERNAL = 11,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as this thread's last error and returns `status`.
+pub(crate) fn fail(status: dlb_status, message: impl Into<String>) -> dlb_status {
+    let text = CString::new(message.into().replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    status
+}
+
+/// The status an [`Error`] from the core maps to.
+pub(crate) fn status_of(e: &Error) -> dlb_status {
+    let text = e.to_string();
+    match e {
+        _ if text.contains("No CUDA device or driver") => dlb_status::DLB_ERR_NO_CUDA,
+        _ if text.contains("out of memory") || text.contains("not enough memory") => {
+            dlb_status::DLB_ERR_OUT_OF_MEMORY
+        }
+        _ if text.contains("unsupported DLPack device")
+            || text.contains("invalid device ordinal") =>
+        {
+            dlb_status::DLB_ERR_UNSUPPORTED_DEVICE
+        }
+        _ if text.contains("unsupported DLPack dtype") => dlb_status::DLB_ERR_UNSUPPORTED_DTYPE,
+        _ if text.contains("is too large") => dlb_status::DLB_ERR_INVALID_ARGUMENT,
+        Error::Buffer(_) => dlb_status::DLB_ERR_INVALID_TENSOR,
+        Error::Value(_) | Error::Index(_) | Error::Type(_) => dlb_status::DLB_ERR_INVALID_ARGUMENT,
+        Error::NotImplemented(_) => dlb_status::DLB_ERR_INVALID_OPERATION,
+        Error::Runtime(_) if text.contains("CUDA error") => dlb_status::DLB_ERR_RUNTIME,
+        Error::Runtime(_) => dlb_status::DLB_ERR_INVALID_OPERATION,
+    }
+}
+
+/// Runs the body of an exported function: errors become a status and a
+/// message, a panic becomes `DLB_ERR_INTERNAL`.
+pub(crate) fn guard(body: impl FnOnce() -> Result<(), dlb_status>) -> dlb_status {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => dlb_status::DLB_OK,
+        Ok(Err(status)) => status,
+        Err(_) => fail(
+            dlb_status::DLB_ERR_INTERNAL,
+            "internal error in dlbridge (a panic was caught)",
+        ),
+    }
+}
+
+/// Converts a core error into a recorded failure.
+pub(crate) fn core(e: Error) -> dlb_status {
+    fail(status_of(&e), e.to_string())
+}
+
+/// The message of the last failed `dlb_*` call on this thread ("" if none).
+/// The pointer stays valid until the next failing call on this thread.
+/// Thread-safe: each thread has its own message.
+#[unsafe(no_mangle)]
+pub extern "C" fn dlb_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// A static, human-readable name for a status code ("DLB_OK", ...), or
+/// "unknown status" for a number that is none. Thread-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn dlb_status_name(status: i32) -> *const c_char {
+    let name: &'static std::ffi::CStr = match status {
+        0 => c"DLB_OK",
+        1 => c"DLB_ERR_NULL_POINTER",
+        2 => c"DLB_ERR_INVALID_ARGUMENT",
+        3 => c"DLB_ERR_UNSUPPORTED_VERSION",
+        4 => c"DLB_ERR_UNSUPPORTED_DTYPE",
+        5 => c"DLB_ERR_UNSUPPORTED_DEVICE",
+        6 => c"DLB_ERR_INVALID_TENSOR",
+        7 => c"DLB_ERR_INVALID_OPERATION",
+        8 => c"DLB_ERR_NO_CUDA",
+        9 => c"DLB_ERR_OUT_OF_MEMORY",
+        10 => c"DLB_ERR_RUNTIME",
+        11 => c"DLB_ERR_INTERNAL",
+        _ => c"unknown status",
+    };
+    name.as_ptr()
+}

@@ -1,0 +1,478 @@
+//! Tensor handles: import, export, creation, description, transfer, release.
+
+use super::error::{core, dlb_status, fail, guard};
+use crate::dlpack::{ExportOptions, export_versioned, import::import_with};
+use crate::layout::{Layout, checked_numel};
+use crate::storage::{Owner, Storage};
+use crate::{DType, Device, Tensor};
+use dlpark::ffi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlpark::{DlpackFlags, Managed};
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, OnceLock};
+
+/// An owned dlbridge tensor. Opaque to C: create it with `dlb_import_*`,
+/// `dlb_empty`, `dlb_zeros`, `dlb_from_host_buffer` or an operation, and
+/// release it with `dlb_free`. Views and exports keep the memory alive on
+/// their own, so freeing a handle never invalidates them.
+pub struct dlb_tensor {
+    inner: Tensor,
+    /// Shape then element strides, for `dlb_describe`'s view.
+    dims: OnceLock<Box<[i64]>>,
+}
+
+impl dlb_tensor {
+    pub(crate) fn boxed(inner: Tensor) -> *mut dlb_tensor {
+        Box::into_raw(Box::new(dlb_tensor {
+            inner,
+            dims: OnceLock::new(),
+        }))
+    }
+}
+
+/// Reads a handle argument, or records a NULL-pointer error.
+pub(crate) fn handle<'a>(t: *const dlb_tensor, name: &str) -> Result<&'a Tensor, dlb_status> {
+    if t.is_null() {
+        return Err(fail(
+            dlb_status::DLB_ERR_NULL_POINTER,
+            format!("{name} is NULL"),
+        ));
+    }
+    // SAFETY: a non-NULL handle from this library that the caller has not freed.
+    Ok(unsafe { &(*t).inner })
+}
+
+/// Stores a new handle in `out` (checked non-NULL by the caller).
+pub(crate) fn put(out: *mut *mut dlb_tensor, t: Tensor) {
+    // SAFETY: out was checked non-NULL and points to writable storage.
+    unsafe { *out = dlb_tensor::boxed(t) };
+}
+
+pub(crate) fn need_out<T>(out: *mut T) -> Result<(), dlb_status> {
+    if out.is_null() {
+        return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "out is NULL"));
+    }
+    Ok(())
+}
+
+/// dlbridge's version, e.g. "0.1.0". Static; thread-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn dlb_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+fn import_managed<M: dlpark::ManagedTensorBase>(
+    managed: *mut M,
+    out: *mut *mut dlb_tensor,
+    read_only: impl FnOnce(&Managed<M>) -> bool,
+) -> Result<(), dlb_status> {
+    if managed.is_null() {
+        return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "managed is NULL"));
+    }
+    // SAFETY: the caller hands over a managed tensor it owned. from_raw
+    // calls its deleter itself when the major version is not 1.
+    let m = unsafe { Managed::from_raw(managed) }
+        .map_err(|e| fail(dlb_status::DLB_ERR_UNSUPPORTED_VERSION, format!("{e}")))?;
+    if out.is_null() {
+        drop(m); // ownership moved to us: release it as promised
+        return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "out is NULL"));
+    }
+    let ro = read_only(&m);
+    // import_with drops (and so deletes) the managed tensor when it fails.
+    let t = import_with(m, ro).map_err(core)?;
+    put(out, t);
+    Ok(())
+}
+
+/// Takes ownership of a DLPack 1.x managed tensor and returns a handle
+/// sharing its memory (zero-copy; READ_ONLY is honoured).
+///
+/// Ownership: whenever `managed` is not NULL it belongs to dlbridge from the
+/// call on, success or not. On success the producer's deleter runs when the
+/// last dlbridge owner goes (that may be on any thread); on failure it has
+/// already run, exactly once, before this returns. Never call it yourself.
+///
+/// Errors: `DLB_ERR_NULL_POINTER`, `DLB_ERR_UNSUPPORTED_VERSION` (major
+/// version not 1), `DLB_ERR_INVALID_TENSOR` (negative ndim, NULL shape, NULL
+/// data with elements, unaligned byte_offset, overflowing extent),
+/// `DLB_ERR_UNSUPPORTED_DTYPE`, `DLB_ERR_UNSUPPORTED_DEVICE`.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_import_versioned(
+    managed: *mut DLManagedTensorVersioned,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| import_managed(managed, out, |m| m.flags().contains(DlpackFlags::READ_ONLY)))
+}
+
+/// `dlb_import_versioned` for a legacy (pre-1.0) `DLManagedTensor`, which
+/// has no flags: the result is writable. Same ownership rules and errors.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_import_legacy(
+    managed: *mut DLManagedTensor,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| import_managed(managed, out, |_| false))
+}
+
+/// Exports `tensor` as a new DLPack 1.3 managed tensor sharing its memory.
+///
+/// Ownership: the caller owns `*out` and must call its deleter exactly once.
+/// The memory stays valid until then, even after `dlb_free(tensor)`.
+/// READ_ONLY is set for read-only tensors. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_export(
+    tensor: *const dlb_tensor,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let m = export_versioned(t, ExportOptions::default()).map_err(core)?;
+        // SAFETY: out checked non-NULL.
+        unsafe { *out = m };
+        Ok(())
+    })
+}
+
+/// Releases a handle (NULL is ignored). Memory shared with exports, views
+/// or other handles lives on until their owners release it too.
+/// Each handle must be freed exactly once. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_free(tensor: *mut dlb_tensor) {
+    if tensor.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: a handle from this library, freed once (the caller's promise).
+        drop(unsafe { Box::from_raw(tensor) })
+    }));
+}
+
+/// The shape from `ndim`/`shape`, checked (a negative ndim or size, a NULL
+/// shape with ndim > 0, or an element count that overflows is an error).
+fn read_shape(ndim: i32, shape: *const i64) -> Result<Vec<usize>, dlb_status> {
+    if !(0..=64).contains(&ndim) {
+        return Err(fail(
+            dlb_status::DLB_ERR_INVALID_ARGUMENT,
+            format!("ndim must be in 0..=64, got {ndim}"),
+        ));
+    }
+    if ndim > 0 && shape.is_null() {
+        return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "shape is NULL"));
+    }
+    let raw: &[i64] = if ndim == 0 {
+        &[]
+    } else {
+        // SAFETY: shape points to ndim readable values (checked non-NULL).
+        unsafe { std::slice::from_raw_parts(shape, ndim as usize) }
+    };
+    let dims = raw
+        .iter()
+        .map(|&n| {
+            usize::try_from(n).map_err(|_| {
+                fail(
+                    dlb_status::DLB_ERR_INVALID_ARGUMENT,
+                    format!("negative size {n} in shape {raw:?}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
+    checked_numel(&dims).map_err(|_| {
+        fail(
+            dlb_status::DLB_ERR_INVALID_ARGUMENT,
+            format!("shape {raw:?} has too many elements"),
+        )
+    })?;
+    Ok(dims)
+}
+
+fn dtype_and_device(dtype: DLDataType, device: DLDevice) -> Result<(DType, Device), dlb_status> {
+    let dt = DType::from_dlpack(dtype).map_err(core)?;
+    let dev = Device::from_dlpack(device).map_err(core)?;
+    Ok((dt, dev))
+}
+
+fn create(
+    ndim: i32,
+    shape: *const i64,
+    dtype: DLDataType,
+    device: DLDevice,
+    zeroed: bool,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        need_out(out)?;
+        let dims = read_shape(ndim, shape)?;
+        let (dt, dev) = dtype_and_device(dtype, device)?;
+        let t = if zeroed {
+            Tensor::zeros(&dims, dt, dev)
+        } else {
+            Tensor::empty(&dims, dt, dev)
+        }
+        .map_err(core)?;
+        put(out, t);
+        Ok(())
+    })
+}
+
+/// A new contiguous tensor of `shape` (ndim values), `dtype` and `device`
+/// whose elements are not initialised (host memory happens to be zeroed).
+/// Errors: `DLB_ERR_NULL_POINTER`, `DLB_ERR_INVALID_ARGUMENT` (ndim < 0 or >
+/// 64, a negative size, an element count that overflows),
+/// `DLB_ERR_UNSUPPORTED_DTYPE`, `DLB_ERR_UNSUPPORTED_DEVICE`,
+/// `DLB_ERR_NO_CUDA`, `DLB_ERR_OUT_OF_MEMORY`. The caller owns `*out`.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_empty(
+    ndim: i32,
+    shape: *const i64,
+    dtype: DLDataType,
+    device: DLDevice,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    create(ndim, shape, dtype, device, false, out)
+}
+
+/// `dlb_empty`, with every element zero.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_zeros(
+    ndim: i32,
+    shape: *const i64,
+    dtype: DLDataType,
+    device: DLDevice,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    create(ndim, shape, dtype, device, true, out)
+}
+
+/// Calls the C free callback exactly once, when the storage goes.
+struct HostOwner {
+    free_fn: Option<unsafe extern "C" fn(*mut c_void)>,
+    ctx: *mut c_void,
+}
+
+// SAFETY: the callback contract (documented on dlb_from_host_buffer) is
+// that it may run on any thread.
+unsafe impl Send for HostOwner {}
+// SAFETY: nothing reads the fields concurrently; they are only used in Drop.
+unsafe impl Sync for HostOwner {}
+
+impl Drop for HostOwner {
+    fn drop(&mut self) {
+        if let Some(f) = self.free_fn {
+            // SAFETY: the caller's callback with the caller's context, once.
+            unsafe { f(self.ctx) };
+        }
+    }
+}
+
+/// Wraps host memory the caller allocated, without copying.
+///
+/// `strides` counts elements (NULL means C-contiguous). `free_fn(ctx)` is
+/// called exactly once, from whichever thread releases the last owner, when
+/// dlbridge no longer needs `data`; it may be NULL when the caller manages
+/// the memory itself (and keeps it valid long enough).
+///
+/// Ownership: on success, `data` belongs to dlbridge until `free_fn` runs.
+/// On failure, nothing was taken: `free_fn` is not called and the caller
+/// still owns `data`.
+///
+/// Errors: as `dlb_empty`, plus `DLB_ERR_INVALID_TENSOR` for NULL `data`
+/// with elements, or strides whose byte extent overflows.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dlb_from_host_buffer(
+    data: *mut c_void,
+    ndim: i32,
+    shape: *const i64,
+    strides: *const i64,
+    dtype: DLDataType,
+    free_fn: Option<unsafe extern "C" fn(*mut c_void)>,
+    ctx: *mut c_void,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        need_out(out)?;
+        let dims = read_shape(ndim, shape)?;
+        let dt = DType::from_dlpack(dtype).map_err(core)?;
+        let numel: usize = dims.iter().product();
+        if data.is_null() && numel > 0 {
+            return Err(fail(
+                dlb_status::DLB_ERR_INVALID_TENSOR,
+                "data is NULL but the shape has elements",
+            ));
+        }
+        let itemsize = dt.size();
+        let element_strides: Vec<i64> = if strides.is_null() {
+            crate::layout::contiguous_strides(&dims, 1)
+                .iter()
+                .map(|&s| s as i64)
+                .collect()
+        } else {
+            // SAFETY: strides points to ndim readable values.
+            unsafe { std::slice::from_raw_parts(strides, dims.len()) }.to_vec()
+        };
+        let overflow = || {
+            fail(
+                dlb_status::DLB_ERR_INVALID_TENSOR,
+                "strides overflow the address space",
+            )
+        };
+        let byte_strides = element_strides
+            .iter()
+            .map(|&s| {
+                s.checked_mul(itemsize as i64)
+                    .and_then(|b| isize::try_from(b).ok())
+                    .ok_or_else(overflow)
+            })
+            .collect::<Result<Vec<isize>, _>>()?;
+        let (mut lo, mut hi) = (0isize, itemsize as isize);
+        if numel > 0 {
+            for (&n, &s) in dims.iter().zip(&byte_strides) {
+                let span = (n as isize - 1).checked_mul(s).ok_or_else(overflow)?;
+                if span < 0 {
+                    lo = lo.checked_add(span).ok_or_else(overflow)?;
+                } else {
+                    hi = hi.checked_add(span).ok_or_else(overflow)?;
+                }
+            }
+        } else {
+            hi = 0;
+        }
+        let start = (data as isize).checked_add(lo).ok_or_else(overflow)?;
+        let owner = HostOwner { free_fn, ctx };
+        // SAFETY: the caller promises data covers every element of this
+        // layout until free_fn is called, which the owner does on drop.
+        let storage = unsafe {
+            Storage::from_raw(
+                start as *mut u8,
+                (hi - lo) as usize,
+                Device::CPU,
+                false,
+                Owner::External(Box::new(owner)),
+            )
+        };
+        let layout = Layout {
+            shape: dims,
+            strides: byte_strides,
+            offset: (-lo) as usize,
+        };
+        let t = Tensor::from_parts(Arc::new(storage), layout, dt).map_err(core)?;
+        put(out, t);
+        Ok(())
+    })
+}
+
+/// Fills `*out` with a non-owning DLTensor view of `tensor`: data pointer,
+/// device, dtype, ndim, and shape/strides (in elements) that point into the
+/// handle. The view is valid until `dlb_free(tensor)`. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_describe(tensor: *const dlb_tensor, out: *mut DLTensor) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let strides = t.strides().map_err(core)?;
+        // SAFETY: tensor is a live handle (checked by `handle`).
+        let cell = unsafe { &(*tensor).dims };
+        let dims = cell.get_or_init(|| {
+            t.shape()
+                .iter()
+                .map(|&n| n as i64)
+                .chain(strides.iter().map(|&s| s as i64))
+                .collect()
+        });
+        let ndim = t.ndim();
+        let base = dims.as_ptr() as *mut i64;
+        let view = DLTensor {
+            data: t.data_ptr().cast(),
+            device: t.device().to_dlpack(),
+            ndim: ndim as i32,
+            dtype: t.dtype().to_dlpack(),
+            shape: if ndim > 0 { base } else { std::ptr::null_mut() },
+            // SAFETY: dims holds 2 * ndim values.
+            strides: if ndim > 0 {
+                unsafe { base.add(ndim) }
+            } else {
+                std::ptr::null_mut()
+            },
+            byte_offset: 0,
+        };
+        // SAFETY: out checked non-NULL.
+        unsafe { out.write(view) };
+        Ok(())
+    })
+}
+
+/// Whether the tensor's memory may not be written (an import flagged
+/// READ_ONLY). Returns false for NULL. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_is_read_only(tensor: *const dlb_tensor) -> bool {
+    if tensor.is_null() {
+        return false;
+    }
+    // SAFETY: a live handle.
+    unsafe { (*tensor).inner.is_read_only() }
+}
+
+/// A copy of `tensor` on `device` (a new handle; the same data when the
+/// device is the same, as `Tensor.to`). Errors: `DLB_ERR_NULL_POINTER`,
+/// `DLB_ERR_UNSUPPORTED_DEVICE`, `DLB_ERR_NO_CUDA`, `DLB_ERR_OUT_OF_MEMORY`,
+/// `DLB_ERR_RUNTIME`. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_to_device(
+    tensor: *const dlb_tensor,
+    device: DLDevice,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let dev = Device::from_dlpack(device).map_err(core)?;
+        put(out, t.to_device(dev).map_err(core)?);
+        Ok(())
+    })
+}
+
+/// A contiguous copy of `tensor` in new memory, on the same device.
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_clone(tensor: *const dlb_tensor, out: *mut *mut dlb_tensor) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        put(out, t.clone_data().map_err(core)?);
+        Ok(())
+    })
+}
+
+/// `tensor` converted to `dtype` (new memory; the same data when the dtype
+/// is the same). Errors add `DLB_ERR_UNSUPPORTED_DTYPE`. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_cast(
+    tensor: *const dlb_tensor,
+    dtype: DLDataType,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let dt = DType::from_dlpack(dtype).map_err(core)?;
+        put(out, t.to_dtype(dt).map_err(core)?);
+        Ok(())
+    })
+}
+
+/// Copies `src` into `dst`'s memory, broadcasting and casting, across
+/// devices too (`Tensor.copy_`). Errors: `DLB_ERR_NULL_POINTER`,
+/// `DLB_ERR_INVALID_OPERATION` (shapes, a read-only `dst`), CUDA errors.
+/// Thread-safe (but not for two writers of the same memory).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_copy_(dst: *const dlb_tensor, src: *const dlb_tensor) -> dlb_status {
+    guard(|| {
+        let d = handle(dst, "dst")?;
+        let s = handle(src, "src")?;
+        d.copy_(s).map_err(core)
+    })
+}
