@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-rust test-python bench lint build clean
+.PHONY: demo test test-rust test-python bench bench-capi lint build clean
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,19 +28,30 @@ test: build test-rust test-python
 
 test-rust:
 	cargo test
+	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
 
 test-python: build
 	$(PY) -m pytest tests/python -q -ra
 
 ## bench: the speed and memory report (see bench/README.md)
-bench: build
+bench: build bench-capi
 	$(PY) bench/bench_core.py
+	$(PY) bench/bench_cuda.py
+
+## bench-capi: the C ABI's import/export cost (release static library)
+bench-capi:
+	cargo build --release --features capi
+	mkdir -p target/cbench
+	cc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/bench_capi.c target/release/libdlbridge.a \
+	   -ldl -lgcc_s -lutil -lrt -lpthread -lm -o target/cbench/bench_capi
+	target/cbench/bench_capi
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
 	cargo clippy --no-default-features --features python -- -D warnings
+	cargo clippy --features capi --all-targets -- -D warnings
 
 clean:
 	rm -rf target $(VENV)
