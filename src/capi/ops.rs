@@ -95,7 +95,11 @@ fn binary_in_place(dst: *const dlb_tensor, b: Operand, op: u32) -> Result<(), dl
 /// `DLB_ERR_INVALID_OPERATION` for a read-only `dst`. Not thread-safe for
 /// concurrent writers of the same memory.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlb_binary_(dst: *const dlb_tensor, b: *const dlb_tensor, op: u32) -> dlb_status {
+pub unsafe extern "C" fn dlb_binary_(
+    dst: *const dlb_tensor,
+    b: *const dlb_tensor,
+    op: u32,
+) -> dlb_status {
     guard(|| {
         let y = handle(b, "b")?;
         binary_in_place(dst, Operand::Tensor(y), op)

@@ -342,13 +342,17 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
             hi = 0;
         }
         let start = (data as isize).checked_add(lo).ok_or_else(overflow)?;
+        let below = lo.checked_neg().ok_or_else(overflow)?;
+        let len = hi.checked_sub(lo).ok_or_else(overflow)?;
+        // The owner (which calls free_fn when dropped) is made only once
+        // nothing can fail any more: a failed call must take nothing.
         let owner = HostOwner { free_fn, ctx };
         // SAFETY: the caller promises data covers every element of this
         // layout until free_fn is called, which the owner does on drop.
         let storage = unsafe {
             Storage::from_raw(
                 start as *mut u8,
-                (hi - lo) as usize,
+                len as usize,
                 Device::CPU,
                 false,
                 Owner::External(Box::new(owner)),
@@ -357,7 +361,7 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
         let layout = Layout {
             shape: dims,
             strides: byte_strides,
-            offset: (-lo) as usize,
+            offset: below as usize,
         };
         let t = Tensor::from_parts(Arc::new(storage), layout, dt).map_err(core)?;
         put(out, t);
@@ -438,7 +442,10 @@ pub unsafe extern "C" fn dlb_to_device(
 /// A contiguous copy of `tensor` in new memory, on the same device.
 /// Thread-safe.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlb_clone(tensor: *const dlb_tensor, out: *mut *mut dlb_tensor) -> dlb_status {
+pub unsafe extern "C" fn dlb_clone(
+    tensor: *const dlb_tensor,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
     guard(|| {
         let t = handle(tensor, "tensor")?;
         need_out(out)?;

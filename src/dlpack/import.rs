@@ -59,15 +59,23 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
         offset: 0,
     };
     let (lo, hi) = checked_extent(&layout, dtype.size()).ok_or_else(too_big)?;
+    if view.data_ptr().is_null() && layout.numel() > 0 {
+        return Err(Error::Buffer(
+            "invalid DLPack tensor: the data pointer is NULL but the tensor has elements".into(),
+        ));
+    }
+    // Both the offset below the first element and the whole extent must fit.
+    let below = lo.checked_neg().ok_or_else(too_big)?;
+    let len = hi.checked_sub(lo).ok_or_else(too_big)?;
     let first = (view.data_ptr() as usize)
         .checked_add(usize::try_from(view.byte_offset()).map_err(|_| too_big())?)
         .ok_or_else(too_big)?;
     let start = (first as isize).checked_add(lo).ok_or_else(too_big)?;
     let layout = Layout {
-        offset: (-lo) as usize,
+        offset: below as usize,
         ..layout
     };
-    let len = (hi - lo) as usize;
+    let len = len as usize;
     let owner = Owner::DlPack(managed.into_deleter());
     // SAFETY: the producer guarantees its elements are valid memory while the
     // managed tensor lives; `owner` keeps it alive and the extent covers every
