@@ -109,17 +109,20 @@ enum dlb_status dlb_binary_scalar_i64(const struct dlb_tensor *a,
 // concurrent writers of the same memory.
 enum dlb_status dlb_binary_(const struct dlb_tensor *dst, const struct dlb_tensor *b, uint32_t op);
 
-// `dst op= value` (a float) in place.
+// `dst op= value` (a float) in place. Same rules and errors as
+// `dlb_binary_`; not for concurrent writers of the same memory.
 enum dlb_status dlb_binary_scalar_f64_(const struct dlb_tensor *dst, double value, uint32_t op);
 
-// `dst op= value` (an integer) in place.
+// `dst op= value` (an integer) in place. Same rules and errors as
+// `dlb_binary_`; not for concurrent writers of the same memory.
 enum dlb_status dlb_binary_scalar_i64_(const struct dlb_tensor *dst, int64_t value, uint32_t op);
 
 // Sets every element of `dst` to `value` (`fill_`); the value must fit the
-// dtype (`DLB_ERR_INVALID_OPERATION` otherwise).
+// dtype (`DLB_ERR_INVALID_OPERATION` otherwise), and `dst` must be
+// writable. Not for concurrent writers of the same memory.
 enum dlb_status dlb_fill_f64_(const struct dlb_tensor *dst, double value);
 
-// `fill_` with an integer.
+// `fill_` with an integer; same rules as `dlb_fill_f64_`.
 enum dlb_status dlb_fill_i64_(const struct dlb_tensor *dst, int64_t value);
 
 // `-a` as a new tensor (bool tensors refuse, as in PyTorch). Thread-safe.

@@ -106,7 +106,8 @@ pub unsafe extern "C" fn dlb_binary_(
     })
 }
 
-/// `dst op= value` (a float) in place.
+/// `dst op= value` (a float) in place. Same rules and errors as
+/// `dlb_binary_`; not for concurrent writers of the same memory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_binary_scalar_f64_(
     dst: *const dlb_tensor,
@@ -116,7 +117,8 @@ pub unsafe extern "C" fn dlb_binary_scalar_f64_(
     guard(|| binary_in_place(dst, Operand::Scalar(Scalar::Float(value)), op))
 }
 
-/// `dst op= value` (an integer) in place.
+/// `dst op= value` (an integer) in place. Same rules and errors as
+/// `dlb_binary_`; not for concurrent writers of the same memory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_binary_scalar_i64_(
     dst: *const dlb_tensor,
@@ -127,7 +129,8 @@ pub unsafe extern "C" fn dlb_binary_scalar_i64_(
 }
 
 /// Sets every element of `dst` to `value` (`fill_`); the value must fit the
-/// dtype (`DLB_ERR_INVALID_OPERATION` otherwise).
+/// dtype (`DLB_ERR_INVALID_OPERATION` otherwise), and `dst` must be
+/// writable. Not for concurrent writers of the same memory.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_fill_f64_(dst: *const dlb_tensor, value: f64) -> dlb_status {
     guard(|| {
@@ -137,7 +140,7 @@ pub unsafe extern "C" fn dlb_fill_f64_(dst: *const dlb_tensor, value: f64) -> dl
     })
 }
 
-/// `fill_` with an integer.
+/// `fill_` with an integer; same rules as `dlb_fill_f64_`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_fill_i64_(dst: *const dlb_tensor, value: i64) -> dlb_status {
     guard(|| {
