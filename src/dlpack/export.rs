@@ -50,23 +50,30 @@ fn finish<H>(
     dims: Dims,
     tensor: impl Fn(&mut H) -> &mut DLTensor,
 ) -> *mut H {
-    let mut block = Box::new(Exported {
+    // The block goes to a raw pointer first and the inner pointers are
+    // derived from that: taken from the Box, they would be invalidated by
+    // `Box::into_raw` under Rust's aliasing rules (Miri catches it).
+    let block = Box::into_raw(Box::new(Exported {
         header,
         dims,
         _storage: t.storage().clone(),
-    });
+    }));
     let ndim = t.ndim();
-    let base = match &mut block.dims {
-        Dims::Inline(a) => a.as_mut_ptr(),
-        Dims::Heap(v) => v.as_mut_ptr(),
-    };
-    let dl = tensor(&mut block.header);
-    if ndim > 0 {
-        dl.shape = base;
-        // SAFETY: dims holds 2 * ndim values, so base + ndim is in bounds.
-        dl.strides = unsafe { base.add(ndim) };
+    // SAFETY: block is a live, uniquely owned allocation until the deleter
+    // frees it; these borrows end before it is handed out.
+    unsafe {
+        let base = match &mut (*block).dims {
+            Dims::Inline(a) => a.as_mut_ptr(),
+            Dims::Heap(v) => v.as_mut_ptr(),
+        };
+        let dl = tensor(&mut (*block).header);
+        if ndim > 0 {
+            dl.shape = base;
+            // dims holds 2 * ndim values, so base + ndim is in bounds.
+            dl.strides = base.add(ndim);
+        }
     }
-    Box::into_raw(block).cast()
+    block.cast()
 }
 
 /// The DLTensor describing `t` (shape and strides are set by [`finish`]),
