@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-rust test-python bench bench-capi lint build clean
+.PHONY: demo test test-rust test-python test-miri fuzz tools bench bench-capi lint build clean
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,31 @@ build: $(STAMP)
 demo: build
 	$(PY) python/demo.py
 
-## test: every test (Rust unit tests, then pytest against real NumPy, PyTorch and JAX)
-test: build test-rust test-python
+## test: every test (Rust unit tests, Miri, a bounded fuzz run, then pytest against real NumPy, PyTorch and JAX)
+test: build test-rust test-miri fuzz test-python
 	$(PY) bench/bench_core.py --quick > /dev/null
+
+TOOLS_STAMP := target/.tools-installed
+FUZZ_SECONDS ?= 120
+
+## tools: the nightly toolchain with Miri, and cargo-fuzz (for test-miri and fuzz)
+tools: $(TOOLS_STAMP)
+$(TOOLS_STAMP):
+	rustup toolchain install nightly --profile minimal --component miri,rust-src
+	cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	mkdir -p target && touch $(TOOLS_STAMP)
+
+## test-miri: the core's unit tests (no Python, no CUDA) under Miri, bounded in time
+test-miri: tools
+	MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-permissive-provenance" \
+	  timeout 1200 cargo +nightly miri test --no-default-features --lib
+
+## fuzz: foreign-tensor validation and import through the C ABI, from the
+## checked-in corpus, for FUZZ_SECONDS (longer: make fuzz FUZZ_SECONDS=3600)
+fuzz: tools
+	rm -rf target/fuzz-new && mkdir -p target/fuzz-new
+	cd fuzz && cargo +nightly fuzz run import ../target/fuzz-new corpus/import -- \
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
 test-rust:
 	cargo test

@@ -25,13 +25,16 @@ pub fn import_versioned_or_legacy<M: ManagedTensorBase>(managed: Managed<M>) -> 
 /// (e.g. for producers whose arrays are immutable but cannot say so).
 pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -> Result<Tensor> {
     let invalid = |e: dlpark::tensor::Error| Error::Buffer(format!("invalid DLPack tensor: {e}"));
-    let view = managed.validate().map_err(invalid)?;
-    if view.ndim() > MAX_NDIM {
+    // The rank bounds how much of `shape`/`strides` validation reads, so it
+    // is checked before anything else is read.
+    // SAFETY: reads one plain field of the producer's descriptor.
+    let ndim = unsafe { managed.tensor() }.ndim;
+    if !(0..=MAX_NDIM as i32).contains(&ndim) {
         return Err(Error::Buffer(format!(
-            "invalid DLPack tensor: ndim {} exceeds dlbridge's limit of {MAX_NDIM}",
-            view.ndim()
+            "invalid DLPack tensor: ndim {ndim} is outside 0..={MAX_NDIM}"
         )));
     }
+    let view = managed.validate().map_err(invalid)?;
     let dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;

@@ -72,7 +72,9 @@ impl HostBuffer {
         }
         // SAFETY: advisory only, on the mapping we just made; failure is harmless.
         #[cfg(not(miri))] // Miri cannot run madvise; it is only a hint
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        unsafe {
+            libc::madvise(ptr, len, libc::MADV_HUGEPAGE)
+        };
         Ok(HostBuffer {
             ptr: ptr.cast(),
             len,
