@@ -1,0 +1,217 @@
+"""Hardening: untrusted capsules, threads and long runs.
+
+- Random DLPack descriptors (every field, versioned and legacy) handed over
+  as capsules: dlbridge imports them or raises a clear exception, and the
+  producer's deleter runs exactly once either way.
+- Eight threads hammering exchange, arithmetic and in-place writes on shared
+  tensors for a bounded time finish with correct data.
+- A million exchange round trips with NumPy and with PyTorch: the live-storage
+  counter returns to its start value and resident memory grows by < 1 MiB.
+"""
+
+import ctypes
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+
+# ----- random capsules -----------------------------------------------------------------------
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class Versioned(ctypes.Structure):
+    pass
+
+
+class Legacy(ctypes.Structure):
+    pass
+
+
+V_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(Versioned))
+L_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(Legacy))
+Versioned._fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                      ("deleter", V_DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+Legacy._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", L_DELETER)]
+
+PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+PyCapsule_New.restype = ctypes.py_object
+PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+DELETES = []
+_on_delete_v = V_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
+_on_delete_l = L_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
+BUFFER = (ctypes.c_uint64 * 64)()
+
+
+VALID_DTYPES = [(2, 32), (2, 64), (0, 8), (1, 8), (6, 8), (4, 16), (2, 16), (5, 64), (0, 64)]
+
+
+def random_descriptor(rng):
+    """A descriptor with random fields. Half are plausible (a valid dtype, CPU, small sizes),
+    half anything; shape/strides hold ndim values whenever ndim is a rank dlbridge reads (a
+    producer keeps its own promise), else a short array."""
+    plausible = rng.random() < 0.5
+    legacy = rng.random() < 0.3
+    if plausible:
+        ndim = int(rng.integers(0, 4))
+    else:
+        ndim = int(rng.integers(-3, 70)) if rng.random() < 0.3 else int(rng.integers(0, 5))
+    n = ndim if 0 <= ndim <= 64 else 2
+    wild = not plausible and rng.random() < 0.3
+    shape = [int(rng.integers(-2**62, 2**62)) if wild else int(rng.integers(-1 if not plausible else 0, 6))
+             for _ in range(n)]
+    strides = [int(rng.integers(-2**62, 2**62)) if wild else int(rng.integers(-8, 9)) for _ in range(n)]
+    keep = [(ctypes.c_int64 * max(n, 1))(*shape), (ctypes.c_int64 * max(n, 1))(*strides)]
+    if plausible:
+        code, bits = VALID_DTYPES[int(rng.integers(0, len(VALID_DTYPES)))]
+        dtype, device = DLDataType(code, bits, 1), DLDevice(1, 0)
+        data, shape_p, strides_p, offset = ctypes.addressof(BUFFER), keep[0], keep[1], 0
+    else:
+        dtype = DLDataType(int(rng.integers(0, 9)), int(rng.choice([1, 8, 16, 32, 64, 128, 3])),
+                           int(rng.choice([1, 1, 0, 2])))
+        device = DLDevice(int(rng.choice([1, 1, 1, 3, 2, 13, 4, 99])), int(rng.integers(-1, 2)))
+        data = None if rng.random() < 0.1 else ctypes.addressof(BUFFER)
+        shape_p = None if rng.random() < 0.05 else keep[0]
+        strides_p = None if rng.random() < 0.1 else keep[1]
+        offset = int(rng.choice([0, 0, 4, 3, 1024]))
+    t = DLTensor(data, device, ndim, dtype, shape_p, strides_p, offset)
+    if legacy:
+        m = Legacy(t, None, _on_delete_l)
+        name = b"dltensor"
+    else:
+        major = 1 if plausible else int(rng.choice([1, 1, 1, 0, 2]))
+        m = Versioned(major, int(rng.integers(0, 5)), None, _on_delete_v, int(rng.integers(0, 8)), t)
+        name = b"dltensor_versioned"
+    return m, name, keep
+
+
+def test_random_capsules_import_or_fail_cleanly_and_delete_once():
+    rng = np.random.default_rng(2026)
+    outcomes = {"imported": 0, "refused": 0}
+    for _ in range(20000):
+        m, name, keep = random_descriptor(rng)
+        DELETES.clear()
+        capsule = PyCapsule_New(ctypes.addressof(m), name, None)
+        try:
+            t = db.from_dlpack(capsule)
+        except (BufferError, ValueError, TypeError) as e:
+            assert str(e)
+            assert len(DELETES) == 1, "a refused import must release the producer exactly once"
+            outcomes["refused"] += 1
+        else:
+            assert DELETES == []  # still in use
+            t.shape, t.dtype, t.device  # describing it is safe; its data is the producer's promise
+            del t  # no cycles: the last reference goes here
+            assert len(DELETES) == 1
+            outcomes["imported"] += 1
+        del capsule
+        assert len(DELETES) == 1, "the used capsule must not delete again"
+        del keep
+    assert outcomes["imported"] > 2500 and outcomes["refused"] > 2500, outcomes
+
+
+def test_unconsumed_random_capsules_are_released_by_their_destructor():
+    # A capsule nobody consumes: dlbridge's own exports free on destruction.
+    start = db._core.live_storages()
+    for _ in range(1000):
+        c = db.arange(4.0).__dlpack__(max_version=(1, 0))
+        del c
+    gc.collect()
+    assert db._core.live_storages() == start
+
+
+# ----- threads -------------------------------------------------------------------------------
+
+
+def test_eight_threads_hammering_shared_tensors_stay_correct():
+    rows, cols = 8, 4096
+    counts = db.zeros(rows, cols, dtype=db.int64)  # each thread writes only its own row
+    a = np.arange(cols, dtype=np.float32)
+    shared = db.from_numpy(a)  # read by everyone
+    tt = torch.arange(cols, dtype=torch.float32)
+    errors, iterations = [], [0] * rows
+    deadline = time.monotonic() + 3.0
+
+    def work(i):
+        try:
+            mine = counts[i]
+            while time.monotonic() < deadline:
+                mine.add_(1)
+                s = shared + shared  # arithmetic on a shared tensor
+                assert s[cols - 1].item() == 2 * (cols - 1)
+                assert np.from_dlpack(shared)[7] == 7.0  # exchange out
+                assert db.from_dlpack(tt)[5].item() == 5.0  # exchange in (torch's table)
+                assert torch.from_dlpack(shared)[3].item() == 3.0
+                assert db.from_numpy(a).numpy()[9] == 9.0
+                assert shared.sum().item() == pytest.approx(cols * (cols - 1) / 2)
+                big = db.ones(50_000) * 2.0  # long enough to release the GIL
+                assert big.sum().item() == 100_000.0
+                iterations[i] += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(rows)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert all(n > 0 for n in iterations)
+    got = counts.numpy()
+    for i in range(rows):
+        assert (got[i] == iterations[i]).all(), f"row {i}: lost or doubled in-place updates"
+    np.testing.assert_array_equal(a, np.arange(cols, dtype=np.float32))  # the shared input is untouched
+
+
+# ----- long runs: a million round trips --------------------------------------------------------
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.parametrize("peer", ["numpy", "torch"])
+def test_a_million_round_trips_leak_nothing(peer):
+    a = np.arange(16, dtype=np.float32)
+    if peer == "numpy":
+        def trip():
+            np.from_dlpack(db.from_dlpack(a))
+            db.from_numpy(a).numpy()
+    else:
+        tt = torch.from_numpy(a)
+
+        def trip():
+            torch.from_dlpack(db.from_dlpack(tt))
+            db.from_dlpack(torch.from_dlpack(db.from_numpy(a)))
+    for _ in range(100_000):  # warm-up: allocator pools, caches
+        trip()
+    gc.collect()
+    live, rss = db._core.live_storages(), rss_kib()
+    for _ in range(1_000_000):
+        trip()
+    gc.collect()
+    assert db._core.live_storages() == live
+    grown = rss_kib() - rss
+    assert grown < 1024, f"RSS grew by {grown} KiB over 1,000,000 round trips"
