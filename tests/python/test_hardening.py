@@ -215,3 +215,68 @@ def test_a_million_round_trips_leak_nothing(peer):
     assert db._core.live_storages() == live
     grown = rss_kib() - rss
     assert grown < 1024, f"RSS grew by {grown} KiB over 1,000,000 round trips"
+
+
+def descriptor(**change):
+    """A valid float32 (2, 3) CPU tensor (versioned 1.3), with `change` applied."""
+    shape = (ctypes.c_int64 * 2)(2, 3)
+    strides = (ctypes.c_int64 * 2)(3, 1)
+    t = DLTensor(ctypes.addressof(BUFFER), DLDevice(1, 0), 2, DLDataType(2, 32, 1), shape, strides, 0)
+    m = Versioned(1, 3, None, _on_delete_v, 0, t)
+    for key, value in change.items():
+        if key in ("major", "minor"):
+            setattr(m, key, value)
+        elif key == "shape_values":
+            for i, v in enumerate(value):
+                shape[i] = v
+        elif key == "stride_values":
+            for i, v in enumerate(value):
+                strides[i] = v
+        else:
+            setattr(m.dl_tensor, key, value)
+    return m, (shape, strides)
+
+
+BAD_INPUTS = {
+    # README "Bad input" table, Python side: each is a BufferError naming the problem.
+    "NULL data with elements": (dict(data=None), "NULL"),
+    "negative ndim": (dict(ndim=-1), "ndim -1"),
+    "ndim above 64": (dict(ndim=65), "ndim 65"),
+    "NULL shape": (dict(shape=None), "shape"),
+    "negative size": (dict(shape_values=(2, -3)), ""),
+    "element count overflow": (dict(shape_values=(2**62, 2**62)), ""),
+    "extent overflow": (dict(stride_values=(2**62, 1)), "overflow"),
+    "byte offset not a multiple of the item size": (dict(byte_offset=2), "byte_offset 2"),
+    "unknown dtype code": (dict(dtype=DLDataType(9, 32, 1)), "unsupported DLPack dtype"),
+    "unsupported bits": (dict(dtype=DLDataType(2, 24, 1)), "unsupported DLPack dtype"),
+    "vector lanes": (dict(dtype=DLDataType(2, 32, 4)), "unsupported DLPack dtype"),
+    "unknown device type": (dict(device=DLDevice(99, 0)), "unsupported DLPack device"),
+    "negative CUDA device id": (dict(device=DLDevice(2, -1)), "unsupported DLPack device"),
+    "major version 2": (dict(major=2), ""),
+    "major version 0 in a versioned capsule": (dict(major=0), ""),
+    "DLPack 1.3 without strides": (dict(strides=None), "strides"),
+}
+
+
+@pytest.mark.parametrize("change,message", list(BAD_INPUTS.values()), ids=list(BAD_INPUTS))
+def test_each_bad_input_is_a_clear_error_and_releases_the_producer_once(change, message):
+    m, keep = descriptor(**change)
+    DELETES.clear()
+    capsule = PyCapsule_New(ctypes.addressof(m), b"dltensor_versioned", None)
+    with pytest.raises(BufferError, match=message or None) as err:
+        db.from_dlpack(capsule)
+    assert str(err.value)
+    assert len(DELETES) == 1
+    del capsule
+    assert len(DELETES) == 1
+    del keep
+
+
+def test_the_unmodified_descriptor_imports():
+    m, keep = descriptor()
+    DELETES.clear()
+    t = db.from_dlpack(PyCapsule_New(ctypes.addressof(m), b"dltensor_versioned", None))
+    assert tuple(t.shape) == (2, 3) and t.data_ptr() == ctypes.addressof(BUFFER)
+    del t
+    assert len(DELETES) == 1
+    del keep
