@@ -50,6 +50,14 @@ from ._core import (
     zeros,
     zeros_like,
 )
+
+# A Rust panic inside dlbridge surfaces as pyo3's PanicException, a
+# BaseException that `except Exception` would let through. Rebased onto
+# RuntimeError (same instance layout), it is an ordinary, catchable error.
+try:
+    _core._panic_exception_type().__bases__ = (RuntimeError,)
+except TypeError:  # pragma: no cover - an interpreter that forbids it keeps pyo3's class
+    pass
 from ._formatting import format_tensor as _format_tensor
 
 __version__ = "0.1.0"

@@ -28,6 +28,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_exception_type, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     cuda::register(m)?;
     m.add_function(wrap_pyfunction!(exchange_api::exchange_api_counts, m)?)?;
     Ok(())
@@ -49,4 +51,19 @@ fn live_storages() -> isize {
 #[pyfunction]
 fn cuda_current_device() -> PyResult<u32> {
     cuda::current_device()
+}
+
+/// pyo3's `PanicException` type as this module raises it (a `BaseException`
+/// subclass); `dlbridge/__init__.py` rebases it onto `RuntimeError` so a
+/// panic in any method reaches Python as a catchable `RuntimeError`.
+#[pyfunction]
+fn _panic_exception_type(py: Python<'_>) -> Bound<'_, pyo3::types::PyType> {
+    use pyo3::PyTypeInfo;
+    pyo3::panic::PanicException::type_object(py)
+}
+
+/// Panics on purpose, so the tests can check what Python sees.
+#[pyfunction]
+fn _panic_for_tests() {
+    panic!("dlbridge test panic");
 }

@@ -280,3 +280,14 @@ def test_the_unmodified_descriptor_imports():
     del t
     assert len(DELETES) == 1
     del keep
+
+
+def test_a_panic_inside_dlbridge_is_a_catchable_runtime_error():
+    # Any Rust panic in a dlbridge entry point reaches Python as a RuntimeError
+    # (pyo3's PanicException, rebased by dlbridge/__init__.py), not a BaseException
+    # that `except Exception` would miss.
+    with pytest.raises(RuntimeError, match="dlbridge test panic") as err:
+        db._core._panic_for_tests()
+    assert isinstance(err.value, Exception)
+    t = db.arange(3.0)  # the module keeps working
+    assert (t + 1).tolist() == [1.0, 2.0, 3.0]
