@@ -2,7 +2,7 @@
 //! in-place rules as the Python API, on CPU and CUDA tensors.
 
 use super::error::{core, dlb_status, fail, guard};
-use super::tensor::{dlb_tensor, handle, need_out, put};
+use super::tensor::{derive, dlb_tensor, handle, need_out, put};
 use crate::ops::{self, Operand};
 use crate::{BinaryOp, Scalar};
 
@@ -153,24 +153,14 @@ pub unsafe extern "C" fn dlb_fill_i64_(dst: *const dlb_tensor, value: i64) -> dl
 /// `-a` as a new tensor (bool tensors refuse, as in PyTorch). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_neg(a: *const dlb_tensor, out: *mut *mut dlb_tensor) -> dlb_status {
-    guard(|| {
-        let x = handle(a, "a")?;
-        need_out(out)?;
-        put(out, ops::neg(x).map_err(core)?);
-        Ok(())
-    })
+    derive(a, "a", out, ops::neg)
 }
 
 /// The sum of every element as a zero-dim tensor on `a`'s device (integer
 /// and bool tensors sum to int64). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_sum(a: *const dlb_tensor, out: *mut *mut dlb_tensor) -> dlb_status {
-    guard(|| {
-        let x = handle(a, "a")?;
-        need_out(out)?;
-        put(out, ops::sum(x, None).map_err(core)?);
-        Ok(())
-    })
+    derive(a, "a", out, |x| ops::sum(x, None))
 }
 
 /// The value of a one-element tensor as a double (copied from the GPU if

@@ -1,8 +1,8 @@
 //! Tensor handles: import, export, creation, description, transfer, release.
 
 use super::error::{core, dlb_status, fail, guard};
-use crate::dlpack::{ExportOptions, export_versioned, import::import_with};
-use crate::layout::{Layout, checked_numel};
+use crate::dlpack::{ExportOptions, borrowed_view, export_versioned, import::import_with};
+use crate::layout::{checked_numel, foreign_layout};
 use crate::storage::{Owner, Storage};
 use crate::{DType, Device, Tensor};
 use dlpark::ffi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
@@ -45,6 +45,22 @@ pub(crate) fn handle<'a>(t: *const dlb_tensor, name: &str) -> Result<&'a Tensor,
 pub(crate) fn put(out: *mut *mut dlb_tensor, t: Tensor) {
     // SAFETY: out was checked non-NULL and points to writable storage.
     unsafe { *out = dlb_tensor::boxed(t) };
+}
+
+/// The body of every function that makes one new handle from another:
+/// checks both pointers, runs `f`, stores its result in `out`.
+pub(crate) fn derive(
+    tensor: *const dlb_tensor,
+    name: &str,
+    out: *mut *mut dlb_tensor,
+    f: impl FnOnce(&Tensor) -> crate::Result<Tensor>,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, name)?;
+        need_out(out)?;
+        put(out, f(t).map_err(core)?);
+        Ok(())
+    })
 }
 
 pub(crate) fn need_out<T>(out: *mut T) -> Result<(), dlb_status> {
@@ -304,7 +320,6 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
                 "data is NULL but the shape has elements",
             ));
         }
-        let itemsize = dt.size();
         let element_strides: Vec<i64> = if strides.is_null() {
             crate::layout::contiguous_strides(&dims, 1)
                 .iter()
@@ -320,30 +335,11 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
                 "strides overflow the address space",
             )
         };
-        let byte_strides = element_strides
-            .iter()
-            .map(|&s| {
-                s.checked_mul(itemsize as i64)
-                    .and_then(|b| isize::try_from(b).ok())
-                    .ok_or_else(overflow)
-            })
-            .collect::<Result<Vec<isize>, _>>()?;
-        let (mut lo, mut hi) = (0isize, itemsize as isize);
-        if numel > 0 {
-            for (&n, &s) in dims.iter().zip(&byte_strides) {
-                let span = (n as isize - 1).checked_mul(s).ok_or_else(overflow)?;
-                if span < 0 {
-                    lo = lo.checked_add(span).ok_or_else(overflow)?;
-                } else {
-                    hi = hi.checked_add(span).ok_or_else(overflow)?;
-                }
-            }
-        } else {
-            hi = 0;
-        }
-        let start = (data as isize).checked_add(lo).ok_or_else(overflow)?;
-        let below = lo.checked_neg().ok_or_else(overflow)?;
-        let len = hi.checked_sub(lo).ok_or_else(overflow)?;
+        let (layout, len) =
+            foreign_layout(dims, &element_strides, dt.size()).ok_or_else(overflow)?;
+        let start = (data as usize)
+            .checked_sub(layout.offset)
+            .ok_or_else(overflow)?;
         // The owner (which calls free_fn when dropped) is made only once
         // nothing can fail any more: a failed call must take nothing.
         let owner = HostOwner { free_fn, ctx };
@@ -352,17 +348,13 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
         let storage = unsafe {
             Storage::from_raw(
                 start as *mut u8,
-                len as usize,
+                len,
                 Device::CPU,
                 false,
                 Owner::External(Box::new(owner)),
             )
         };
-        let layout = Layout {
-            shape: dims,
-            strides: byte_strides,
-            offset: below as usize,
-        };
+        // Cannot fail: the storage spans exactly the layout's extent.
         let t = Tensor::from_parts(Arc::new(storage), layout, dt).map_err(core)?;
         put(out, t);
         Ok(())
@@ -377,32 +369,8 @@ pub unsafe extern "C" fn dlb_describe(tensor: *const dlb_tensor, out: *mut DLTen
     guard(|| {
         let t = handle(tensor, "tensor")?;
         need_out(out)?;
-        let strides = t.strides().map_err(core)?;
         // SAFETY: tensor is a live handle (checked by `handle`).
-        let cell = unsafe { &(*tensor).dims };
-        let dims = cell.get_or_init(|| {
-            t.shape()
-                .iter()
-                .map(|&n| n as i64)
-                .chain(strides.iter().map(|&s| s as i64))
-                .collect()
-        });
-        let ndim = t.ndim();
-        let base = dims.as_ptr() as *mut i64;
-        let view = DLTensor {
-            data: t.data_ptr().cast(),
-            device: t.device().to_dlpack(),
-            ndim: ndim as i32,
-            dtype: t.dtype().to_dlpack(),
-            shape: if ndim > 0 { base } else { std::ptr::null_mut() },
-            // SAFETY: dims holds 2 * ndim values.
-            strides: if ndim > 0 {
-                unsafe { base.add(ndim) }
-            } else {
-                std::ptr::null_mut()
-            },
-            byte_offset: 0,
-        };
+        let view = borrowed_view(t, unsafe { &(*tensor).dims }).map_err(core)?;
         // SAFETY: out checked non-NULL.
         unsafe { out.write(view) };
         Ok(())
@@ -430,12 +398,8 @@ pub unsafe extern "C" fn dlb_to_device(
     device: DLDevice,
     out: *mut *mut dlb_tensor,
 ) -> dlb_status {
-    guard(|| {
-        let t = handle(tensor, "tensor")?;
-        need_out(out)?;
-        let dev = Device::from_dlpack(device).map_err(core)?;
-        put(out, t.to_device(dev).map_err(core)?);
-        Ok(())
+    derive(tensor, "tensor", out, |t| {
+        t.to_device(Device::from_dlpack(device)?)
     })
 }
 
@@ -446,12 +410,7 @@ pub unsafe extern "C" fn dlb_clone(
     tensor: *const dlb_tensor,
     out: *mut *mut dlb_tensor,
 ) -> dlb_status {
-    guard(|| {
-        let t = handle(tensor, "tensor")?;
-        need_out(out)?;
-        put(out, t.clone_data().map_err(core)?);
-        Ok(())
-    })
+    derive(tensor, "tensor", out, Tensor::clone_data)
 }
 
 /// `tensor` converted to `dtype` (new memory; the same data when the dtype
@@ -462,12 +421,8 @@ pub unsafe extern "C" fn dlb_cast(
     dtype: DLDataType,
     out: *mut *mut dlb_tensor,
 ) -> dlb_status {
-    guard(|| {
-        let t = handle(tensor, "tensor")?;
-        need_out(out)?;
-        let dt = DType::from_dlpack(dtype).map_err(core)?;
-        put(out, t.to_dtype(dt).map_err(core)?);
-        Ok(())
+    derive(tensor, "tensor", out, |t| {
+        t.to_dtype(DType::from_dlpack(dtype)?)
     })
 }
 

@@ -33,28 +33,12 @@ pub fn order_before_consumer(device: Device, stream: i64) -> Result<()> {
     if stream == -1 || stream == 1 {
         return Ok(());
     }
-    let gpu = gpu_of(device)?;
-    let _ctx = gpu.bind()?;
-    let consumer = stream as usize as sys::CUstream;
-    let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-        .map_err(|e| driver_error(e, "creating an event"))?;
-    // SAFETY: event and both streams belong to this device's primary context
-    // (the consumer's stream is the consumer's promise, as the protocol says).
-    // Destroying an event that a stream waits on is allowed: the wait holds.
-    let result = unsafe {
-        cu::event::record(event, STREAM).and_then(|_| {
-            cu::stream::wait_event(
-                consumer,
-                event,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-        })
-    };
-    // SAFETY: event came from create above and is destroyed once.
-    unsafe {
-        let _ = cu::event::destroy(event);
-    }
-    result.map_err(|e| driver_error(e, "making the consumer's stream wait for dlbridge's work"))
+    chain(
+        device,
+        STREAM,
+        stream as usize as sys::CUstream,
+        "making the consumer's stream wait for dlbridge's work",
+    )
 }
 
 /// Makes dlbridge's stream wait for everything enqueued so far on a
@@ -64,24 +48,32 @@ pub fn wait_for_producer(device: Device, stream: i64) -> Result<()> {
     if stream == 0 || stream == 1 {
         return Ok(());
     }
+    chain(
+        device,
+        stream as usize as sys::CUstream,
+        STREAM,
+        "waiting for the producer's stream",
+    )
+}
+
+/// Makes `later` wait for everything enqueued on `earlier` so far, with an
+/// event: no device-wide synchronisation. Both belong to `device`'s primary
+/// context (a foreign stream is its owner's promise, as the protocol says).
+fn chain(device: Device, earlier: sys::CUstream, later: sys::CUstream, what: &str) -> Result<()> {
     let gpu = gpu_of(device)?;
     let _ctx = gpu.bind()?;
-    let producer = stream as usize as sys::CUstream;
     let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
         .map_err(|e| driver_error(e, "creating an event"))?;
     // SAFETY: event and both streams belong to this device's primary context.
+    // Destroying an event that a stream waits on is allowed: the wait holds.
     let result = unsafe {
-        cu::event::record(event, producer).and_then(|_| {
-            cu::stream::wait_event(
-                STREAM,
-                event,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
+        cu::event::record(event, earlier).and_then(|_| {
+            cu::stream::wait_event(later, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
         })
     };
     // SAFETY: event came from create above and is destroyed once.
     unsafe {
         let _ = cu::event::destroy(event);
     }
-    result.map_err(|e| driver_error(e, "waiting for the producer's stream"))
+    result.map_err(|e| driver_error(e, what))
 }

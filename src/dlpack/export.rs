@@ -35,6 +35,41 @@ enum Dims {
     Heap(Vec<i64>),
 }
 
+impl Dims {
+    /// The `2 * ndim` meaningful values.
+    fn values(&self, ndim: usize) -> &[i64] {
+        match self {
+            Dims::Inline(a) => &a[..2 * ndim],
+            Dims::Heap(v) => &v[..2 * ndim],
+        }
+    }
+}
+
+/// Points a DLTensor's shape and strides into `dims` (shape then strides).
+///
+/// # Safety
+/// `dims` must hold `2 * ndim` values and outlive every use of `dl`.
+unsafe fn point_into(dl: &mut DLTensor, dims: *mut i64, ndim: usize) {
+    if ndim > 0 {
+        dl.shape = dims;
+        // SAFETY: dims holds 2 * ndim values (the caller's promise).
+        dl.strides = unsafe { dims.add(ndim) };
+    }
+}
+
+/// A non-owning DLTensor describing `t` (the C exchange API's DLTensor view
+/// and the C ABI's `dlb_describe`). Its shape and strides point into
+/// `dims`, filled on first use by whoever owns the view's lifetime (the
+/// tensor object or handle), so the view stays valid as long as that does.
+pub fn borrowed_view(t: &Tensor, dims: &std::sync::OnceLock<Box<[i64]>>) -> Result<DLTensor> {
+    let (mut dl, fresh) = describe(t)?;
+    let ndim = t.ndim();
+    let stored = dims.get_or_init(|| fresh.values(ndim).into());
+    // SAFETY: stored holds 2 * ndim values and lives as long as `dims`.
+    unsafe { point_into(&mut dl, stored.as_ptr() as *mut i64, ndim) };
+    Ok(dl)
+}
+
 #[repr(C)]
 struct Exported<H> {
     header: H,
@@ -66,12 +101,8 @@ fn finish<H>(
             Dims::Inline(a) => a.as_mut_ptr(),
             Dims::Heap(v) => v.as_mut_ptr(),
         };
-        let dl = tensor(&mut (*block).header);
-        if ndim > 0 {
-            dl.shape = base;
-            // dims holds 2 * ndim values, so base + ndim is in bounds.
-            dl.strides = base.add(ndim);
-        }
+        // dims holds 2 * ndim values and lives in the block with the header.
+        point_into(tensor(&mut (*block).header), base, ndim);
     }
     block.cast()
 }

@@ -6,8 +6,9 @@
 //! (dtype, device, rank). On any failure the managed tensor is dropped, which
 //! calls the producer's deleter exactly once.
 
+use crate::layout::foreign_layout;
 use crate::storage::{Owner, Storage};
-use crate::{DType, Device, Error, Layout, Result, Tensor};
+use crate::{DType, Device, Error, Result, Tensor};
 use dlpark::{DlpackFlags, Managed, ManagedTensorBase};
 use std::sync::Arc;
 
@@ -48,58 +49,20 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
         || Error::Buffer("invalid DLPack tensor: strides overflow the address space".into());
     let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
     let strides = view.strides_or_compact().map_err(invalid)?;
-    let byte_strides = strides
-        .iter()
-        .map(|&s| {
-            s.checked_mul(itemsize)
-                .and_then(|b| isize::try_from(b).ok())
-                .ok_or_else(too_big)
-        })
-        .collect::<Result<Vec<isize>>>()?;
-    let layout = Layout {
-        shape,
-        strides: byte_strides,
-        offset: 0,
-    };
-    let (lo, hi) = checked_extent(&layout, dtype.size()).ok_or_else(too_big)?;
+    let (layout, len) = foreign_layout(shape, &strides, dtype.size()).ok_or_else(too_big)?;
     if view.data_ptr().is_null() && layout.numel() > 0 {
         return Err(Error::Buffer(
             "invalid DLPack tensor: the data pointer is NULL but the tensor has elements".into(),
         ));
     }
-    // Both the offset below the first element and the whole extent must fit.
-    let below = lo.checked_neg().ok_or_else(too_big)?;
-    let len = hi.checked_sub(lo).ok_or_else(too_big)?;
     let first = (view.data_ptr() as usize)
         .checked_add(usize::try_from(view.byte_offset()).map_err(|_| too_big())?)
         .ok_or_else(too_big)?;
-    let start = (first as isize).checked_add(lo).ok_or_else(too_big)?;
-    let layout = Layout {
-        offset: below as usize,
-        ..layout
-    };
-    let len = len as usize;
+    let start = first.checked_sub(layout.offset).ok_or_else(too_big)?;
     let owner = Owner::DlPack(managed.into_deleter());
     // SAFETY: the producer guarantees its elements are valid memory while the
     // managed tensor lives; `owner` keeps it alive and the extent covers every
     // element (computed with overflow checks above).
     let storage = unsafe { Storage::from_raw(start as *mut u8, len, device, read_only, owner) };
     Tensor::from_parts(Arc::new(storage), layout, dtype)
-}
-
-/// Byte extent like [`Layout::byte_extent`], but refusing overflow.
-fn checked_extent(layout: &Layout, itemsize: usize) -> Option<(isize, isize)> {
-    if layout.shape.contains(&0) {
-        return Some((0, 0));
-    }
-    let (mut lo, mut hi) = (0isize, itemsize as isize);
-    for (&n, &s) in layout.shape.iter().zip(&layout.strides) {
-        let span = isize::try_from(n).ok()?.checked_sub(1)?.checked_mul(s)?;
-        if span < 0 {
-            lo = lo.checked_add(span)?
-        } else {
-            hi = hi.checked_add(span)?
-        }
-    }
-    Some((lo, hi))
 }

@@ -14,7 +14,7 @@
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
-use crate::dlpack::{ExportOptions, export_versioned, import::import_with};
+use crate::dlpack::{ExportOptions, borrowed_view, export_versioned, import::import_with};
 use crate::{DType, Device, Tensor};
 use dlpark::ffi::{
     DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
@@ -134,36 +134,9 @@ unsafe extern "C" fn dltensor_from_py_object(py_object: *mut c_void, out: *mut D
         }
         let t = tensor_of(py, py_object)?;
         let this = t.get();
-        let inner = &this.inner;
-        let strides = inner
-            .strides()
-            .map_err(|e| PyBufferError::new_err(e.to_string()))?;
         // The shape and strides live in the tensor object, so the view stays
         // valid as long as the object does.
-        let dims = this.dl_dims.get_or_init(|| {
-            inner
-                .shape()
-                .iter()
-                .map(|&n| n as i64)
-                .chain(strides.iter().map(|&s| s as i64))
-                .collect()
-        });
-        let ndim = inner.ndim();
-        let base = dims.as_ptr() as *mut i64;
-        let view = DLTensor {
-            data: inner.data_ptr().cast(),
-            device: inner.device().to_dlpack(),
-            ndim: ndim as i32,
-            dtype: inner.dtype().to_dlpack(),
-            shape: if ndim > 0 { base } else { std::ptr::null_mut() },
-            // SAFETY: dims holds 2 * ndim values.
-            strides: if ndim > 0 {
-                unsafe { base.add(ndim) }
-            } else {
-                std::ptr::null_mut()
-            },
-            byte_offset: 0,
-        };
+        let view = borrowed_view(&this.inner, &this.dl_dims).py()?;
         // SAFETY: out points to a DLTensor the caller allocated.
         unsafe { out.write(view) };
         Ok(())
@@ -270,13 +243,25 @@ static CACHE: Mutex<Option<TypeCache>> = Mutex::new(None);
 /// The exchange table of `ty`, looked up once per type.
 fn table_of(ty: &Bound<'_, PyType>) -> Option<&'static DLPackExchangeAPI> {
     let key = ty.as_ptr() as usize;
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let map = cache.get_or_insert_with(HashMap::new);
-    let found = match map.get(&key) {
-        Some((_, api)) => *api,
+    let cached = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+        .map(|(_, api)| *api);
+    let found = match cached {
+        Some(api) => api,
         None => {
+            // Looked up without the lock held: the attribute lookup runs
+            // Python code, which may switch threads, and another thread
+            // waiting on the lock would hold the GIL this one needs.
             let api = discover(ty);
-            map.insert(key, (ty.clone().unbind(), api));
+            CACHE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .entry(key)
+                .or_insert_with(|| (ty.clone().unbind(), api));
             api
         }
     };
