@@ -21,6 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dlpack_abi import ExchangeAPI
 
 ROOT = Path(__file__).resolve().parents[2]
 C_DIR = ROOT / "tests" / "c"
@@ -174,27 +175,6 @@ def test_c_abi_from_cpp(capi_lib, build_dir):
 # ----- a C consumer of PyTorch's DLPack tensors ----------------------------------------------------
 
 
-class _ExchangeAPIHeader(ctypes.Structure):
-    pass
-
-
-_ExchangeAPIHeader._fields_ = [
-    ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.POINTER(_ExchangeAPIHeader))]
-
-
-class _ExchangeAPI(ctypes.Structure):
-    """DLPackExchangeAPI (DLPack 1.3): the header, then five function pointers."""
-
-    _fields_ = [
-        ("header", _ExchangeAPIHeader),
-        ("managed_tensor_allocator", ctypes.c_void_p),
-        ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
-        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
-        ("dltensor_from_py_object_no_sync", ctypes.c_void_p),
-        ("current_work_stream", ctypes.c_void_p),
-    ]
-
-
 # int managed_tensor_from_py_object_no_sync(PyObject* obj, DLManagedTensorVersioned** out),
 # called with the GIL held (PYFUNCTYPE keeps it and raises the Python error a failure sets).
 _FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))
@@ -275,7 +255,7 @@ def test_c_consumer_edits_torch_tensor_through_exchange_api(torch_edit):
         pytest.skip("this torch has no DLPack C exchange API (torch.Tensor.__dlpack_c_exchange_api__)")
     table = _capsule_get_pointer(api_capsule, b"dlpack_exchange_api")
     assert table
-    api = _ExchangeAPI.from_address(table)
+    api = ExchangeAPI.from_address(table)
     assert api.header.major == 1
     assert api.managed_tensor_from_py_object_no_sync
     from_py = _FROM_PY(api.managed_tensor_from_py_object_no_sync)

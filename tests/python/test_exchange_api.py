@@ -18,6 +18,8 @@ import pytest
 import torch
 
 import dlbridge as db
+from dlpack_abi import (VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor,
+                        ExchangeAPI, ExchangeAPIHeader)
 
 counts = db._core.exchange_api_counts
 
@@ -25,31 +27,7 @@ TORCH_HAS_API = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
 needs_torch_api = pytest.mark.skipif(not TORCH_HAS_API, reason="this torch has no DLPack C exchange API")
 
 
-# ----- ctypes mirror of the DLPack 1.3 structs -----
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    pass
-
-
-DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
-DLManagedTensorVersioned._fields_ = [
-    ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-    ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 PMT = ctypes.POINTER(DLManagedTensorVersioned)
-
 SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
 ALLOCATOR = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(PMT), ctypes.c_void_p, SET_ERROR)
 # The Python-object functions are called with the GIL held (PYFUNCTYPE keeps
@@ -58,20 +36,6 @@ FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(PMT))
 TO_PY = ctypes.PYFUNCTYPE(ctypes.c_int, PMT, ctypes.POINTER(ctypes.c_void_p))
 DLTENSOR_FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))
 STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
-
-
-class Header(ctypes.Structure):
-    pass
-
-
-Header._fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.POINTER(Header))]
-
-
-class ExchangeAPI(ctypes.Structure):
-    _fields_ = [("header", Header), ("managed_tensor_allocator", ctypes.c_void_p),
-                ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
-                ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
-                ("dltensor_from_py_object_no_sync", ctypes.c_void_p), ("current_work_stream", ctypes.c_void_p)]
 
 
 ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -238,9 +202,9 @@ def test_older_integer_attribute_is_accepted():
 
 @needs_torch_api
 def test_newer_major_versions_walk_prev_api_and_unknown_ones_are_ignored():
-    torch_header = ctypes.cast(table_pointer(torch.Tensor), ctypes.POINTER(Header))
-    newer = Header(2, 0, torch_header)  # a hypothetical DLPack 2 table chaining to 1.x
-    orphan = Header(2, 0, None)         # a 2.x table with nothing older
+    torch_header = ctypes.cast(table_pointer(torch.Tensor), ctypes.POINTER(ExchangeAPIHeader))
+    newer = ExchangeAPIHeader(2, 0, torch_header)  # a hypothetical DLPack 2 table chaining to 1.x
+    orphan = ExchangeAPIHeader(2, 0, None)         # a 2.x table with nothing older
 
     class Chained(torch.Tensor):
         __dlpack_c_exchange_api__ = None

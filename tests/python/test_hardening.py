@@ -19,45 +19,19 @@ import pytest
 import torch
 
 import dlbridge as db
+from dlpack_abi import (LEGACY_DELETER, VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensor,
+                        DLManagedTensorVersioned, DLTensor)
 
 # ----- random capsules -----------------------------------------------------------------------
 
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-class Versioned(ctypes.Structure):
-    pass
-
-
-class Legacy(ctypes.Structure):
-    pass
-
-
-V_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(Versioned))
-L_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(Legacy))
-Versioned._fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-                      ("deleter", V_DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
-Legacy._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", L_DELETER)]
 
 PyCapsule_New = ctypes.pythonapi.PyCapsule_New
 PyCapsule_New.restype = ctypes.py_object
 PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 DELETES = []
-_on_delete_v = V_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
-_on_delete_l = L_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
+_on_delete_v = VERSIONED_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
+_on_delete_l = LEGACY_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
 BUFFER = (ctypes.c_uint64 * 64)()
 
 
@@ -94,11 +68,11 @@ def random_descriptor(rng):
         offset = int(rng.choice([0, 0, 4, 3, 1024]))
     t = DLTensor(data, device, ndim, dtype, shape_p, strides_p, offset)
     if legacy:
-        m = Legacy(t, None, _on_delete_l)
+        m = DLManagedTensor(t, None, _on_delete_l)
         name = b"dltensor"
     else:
         major = 1 if plausible else int(rng.choice([1, 1, 1, 0, 2]))
-        m = Versioned(major, int(rng.integers(0, 5)), None, _on_delete_v, int(rng.integers(0, 8)), t)
+        m = DLManagedTensorVersioned(major, int(rng.integers(0, 5)), None, _on_delete_v, int(rng.integers(0, 8)), t)
         name = b"dltensor_versioned"
     return m, name, keep
 
@@ -222,7 +196,7 @@ def descriptor(**change):
     shape = (ctypes.c_int64 * 2)(2, 3)
     strides = (ctypes.c_int64 * 2)(3, 1)
     t = DLTensor(ctypes.addressof(BUFFER), DLDevice(1, 0), 2, DLDataType(2, 32, 1), shape, strides, 0)
-    m = Versioned(1, 3, None, _on_delete_v, 0, t)
+    m = DLManagedTensorVersioned(1, 3, None, _on_delete_v, 0, t)
     for key, value in change.items():
         if key in ("major", "minor"):
             setattr(m, key, value)
