@@ -1,4 +1,4 @@
-"""Timing shared by the benchmarks (imported from bench/, where they run)."""
+"""Timing and machine facts shared by the benchmarks (imported from bench/, where they run)."""
 
 import statistics
 import timeit
@@ -21,3 +21,12 @@ def per_call_ns(pairs, loops, samples):
         for t, out in zip(timers, times):
             out.append(t.timeit(loops) / loops)
     return [statistics.median(ts) for ts in times]
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo, or "unknown"."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"

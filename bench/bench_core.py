@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import per_call_ns
+from _timing import cpu_model, per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -180,12 +180,7 @@ def load_impl(name):
 
 
 def machine_info(db):
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_model()
     return dict(cpu=cpu, cores=os.cpu_count(), usable_cores=len(os.sched_getaffinity(0)),
                 platform=platform.platform(), python=platform.python_version(),
                 numpy=np.__version__, torch=torch.__version__,

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import per_call_ns
+from _timing import cpu_model, per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -207,12 +207,7 @@ def load_impl(name):
 
 
 def machine_info(db):
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_model()
     props = torch.cuda.get_device_properties(0)
     info = dict(cpu=cpu, cores=os.cpu_count(), platform=platform.platform(), python=platform.python_version(),
                 numpy=np.__version__, torch=torch.__version__, torch_cuda=torch.version.cuda,
