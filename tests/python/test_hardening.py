@@ -220,6 +220,7 @@ BAD_INPUTS = {
     "negative size": (dict(shape_values=(2, -3)), ""),
     "element count overflow": (dict(shape_values=(2**62, 2**62)), ""),
     "extent overflow": (dict(stride_values=(2**62, 1)), "overflow"),
+    "extent reaching below address 0": (dict(stride_values=(-(2**60), 1)), "overflow"),
     "byte offset not a multiple of the item size": (dict(byte_offset=2), "byte_offset 2"),
     "unknown dtype code": (dict(dtype=DLDataType(9, 32, 1)), "unsupported DLPack dtype"),
     "unsupported bits": (dict(dtype=DLDataType(2, 24, 1)), "unsupported DLPack dtype"),
