@@ -21,13 +21,17 @@ mod element;
 mod error;
 mod layout;
 pub mod ops;
+#[cfg(any(feature = "python", feature = "capi", test))]
+// only the foreign-facing layers read C arrays
+mod raw;
 mod scalar;
 pub mod storage;
 mod tensor;
 mod views;
 
 #[cfg(feature = "python")]
-mod python;
+#[doc(hidden)] // public only so that fuzz/ can embed the module (`python::_core`)
+pub mod python;
 
 pub use cpu::{BinaryOp, manual_seed};
 pub use device::{Device, DeviceKind};

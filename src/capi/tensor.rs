@@ -177,12 +177,8 @@ fn read_shape(ndim: i32, shape: *const i64) -> Result<Vec<usize>, dlb_status> {
     if ndim > 0 && shape.is_null() {
         return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "shape is NULL"));
     }
-    let raw: &[i64] = if ndim == 0 {
-        &[]
-    } else {
-        // SAFETY: shape points to ndim readable values (checked non-NULL).
-        unsafe { std::slice::from_raw_parts(shape, ndim as usize) }
-    };
+    // SAFETY: shape points to ndim readable values (checked non-NULL when ndim > 0).
+    let raw = unsafe { crate::raw::c_array(shape, ndim as usize) };
     let dims = raw
         .iter()
         .map(|&n| {
@@ -327,7 +323,7 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
                 .collect()
         } else {
             // SAFETY: strides points to ndim readable values.
-            unsafe { std::slice::from_raw_parts(strides, dims.len()) }.to_vec()
+            unsafe { crate::raw::c_array(strides, dims.len()) }.to_vec()
         };
         let overflow = || {
             fail(

@@ -196,8 +196,8 @@ unsafe extern "C" fn allocator(
                 p.shape
             );
         }
-        // SAFETY: shape holds ndim entries (checked non-NULL above).
-        let raw = unsafe { std::slice::from_raw_parts(p.shape, p.ndim as usize) };
+        // SAFETY: shape holds ndim entries (checked non-NULL above when ndim > 0).
+        let raw = unsafe { crate::raw::c_array(p.shape, p.ndim as usize) };
         let shape = raw
             .iter()
             .map(|&n| {

@@ -16,7 +16,7 @@ mod tensor;
 use pyo3::prelude::*;
 
 #[pymodule]
-fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     fastcall::install(&m.py().get_type::<tensor::PyTensor>())?;
     m.add_class::<dtype::PyDType>()?;

@@ -5,6 +5,7 @@
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::raw::c_array;
 use crate::storage::{Owner, Storage};
 use crate::{DType, Device, Layout, Tensor};
 use numpy::npyffi::{NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API, PyArrayObject};
@@ -110,14 +111,14 @@ pub(crate) fn tensor_from_ndarray(ob: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     // SAFETY: descr is the array's live dtype object.
     let descr = unsafe { Bound::from_borrowed_ptr(ob.py(), descr.cast()) };
     let dtype = dtype_of(descr.cast::<PyArrayDescr>()?)?;
-    // SAFETY: dims and strides each hold nd entries.
+    // SAFETY: dims and strides each hold nd entries (NULL for a 0-d array).
     let (shape, byte_strides) = unsafe {
         (
-            std::slice::from_raw_parts(dims, nd)
+            c_array(dims, nd)
                 .iter()
                 .map(|&n| n as usize)
                 .collect::<Vec<_>>(),
-            std::slice::from_raw_parts(strides, nd).to_vec(),
+            c_array(strides, nd).to_vec(),
         )
     };
     let layout = Layout {
