@@ -12,6 +12,22 @@ import os
 # starving the CUDA tests of dlbridge, PyTorch and CuPy.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+# Under `make test-asan` this interpreter runs with the AddressSanitizer
+# runtime preloaded (for the instrumented extension). The tools the suite
+# spawns (gcc, cargo, valgrind, the C suite with its own ASan) must not
+# inherit it; Python children that import dlbridge get it back through
+# python_child_env().
+ASAN_RUNTIME = os.environ.get("DLBRIDGE_ASAN_RUNTIME")
+if ASAN_RUNTIME:
+    os.environ.pop("LD_PRELOAD", None)
+
+
+def python_child_env(env):
+    """The environment for a child Python that imports dlbridge."""
+    if ASAN_RUNTIME:
+        env = dict(env, LD_PRELOAD=ASAN_RUNTIME)
+    return env
+
 import ml_dtypes
 import numpy as np
 import pytest

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import dlbridge as db
-from conftest import NO_CUDA
+from conftest import NO_CUDA, python_child_env
 
 KERNEL_FILES = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "kernels").glob("*.cu"))
 
@@ -134,7 +134,11 @@ def run_python(code, **env):
     full_env = {k: v for k, v in os.environ.items() if k not in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")}
     full_env.update(env)
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=python_child_env(full_env),
+        timeout=120,
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import dlbridge as db
+from conftest import ASAN_RUNTIME
 from dlpack_abi import (LEGACY_DELETER, VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensor,
                         DLManagedTensorVersioned, DLTensor)
 
@@ -188,7 +189,11 @@ def test_a_million_round_trips_leak_nothing(peer):
     gc.collect()
     assert db._core.live_storages() == live
     grown = rss_kib() - rss
-    assert grown < 1024, f"RSS grew by {grown} KiB over 1,000,000 round trips"
+    # Under AddressSanitizer freed memory waits in a quarantine (256 MiB) and
+    # every allocation carries redzones, so resident memory says nothing
+    # there; the live-storage count above still does.
+    if not ASAN_RUNTIME:
+        assert grown < 1024, f"RSS grew by {grown} KiB over 1,000,000 round trips"
 
 
 def descriptor(**change):

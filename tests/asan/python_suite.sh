@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the Python suite against an AddressSanitizer build of the extension
+# (`make test-asan`). Arguments go to pytest.
+#
+# The extension (and its Rust dependencies) is built by nightly rustc with
+# -Zsanitizer=address. Python itself is not instrumented, so the ASan runtime
+# must be loaded first, with LD_PRELOAD. rustc links its runtime only into
+# executables, so this script turns rustc's own static runtime (the one that
+# matches its LLVM) into a shared library, leaving out the one object that
+# only an executable may hold (.preinit_array).
+#
+# The instrumented build goes into target/asan/site/dlbridge, which comes
+# first on PYTHONPATH; the suite checks it really runs that build
+# (tests/python/test_asan.py).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PY=${PY:-.venv/bin/python}
+TRIPLE=x86_64-unknown-linux-gnu
+OUT=target/asan
+ROOT=$(pwd)
+
+# 1. The instrumented extension (debug: overflow checks and debug assertions on too).
+RUSTFLAGS="-Zsanitizer=address" \
+PYO3_BUILD_EXTENSION_MODULE=1 \
+PYO3_PYTHON="$ROOT/$PY" \
+CARGO_TARGET_DIR=$OUT \
+  cargo +nightly build --quiet --features python --target $TRIPLE
+
+# 2. The ASan runtime as a shared library.
+RT_ARCHIVE="$(rustc +nightly --print sysroot)/lib/rustlib/$TRIPLE/lib/librustc-nightly_rt.asan.a"
+RT="$ROOT/$OUT/rt/libasan_rt.so"
+if [[ ! -f $RT || $RT_ARCHIVE -nt $RT ]]; then
+  rm -rf "$OUT/rt" && mkdir -p "$OUT/rt/obj"
+  (cd "$OUT/rt/obj" && ar x "$RT_ARCHIVE" && rm -f asan_preinit.cpp.o)
+  # libstdc++ stays a dependency (--no-as-needed): the __cxa_throw
+  # interceptor must find the real one when C++ code (torch) throws.
+  ${CC:-cc} -shared -o "$RT" "$OUT"/rt/obj/*.o -Wl,--no-as-needed -lstdc++ -lpthread -ldl -lm -lrt
+fi
+
+# 3. The package with the instrumented extension in place of the release one.
+rm -rf "$OUT/site" && mkdir -p "$OUT/site"
+cp -r python/dlbridge "$OUT/site/"
+rm -f "$OUT"/site/dlbridge/*.so
+cp "$OUT/$TRIPLE/debug/libdlbridge.so" "$OUT/site/dlbridge/_core.abi3.so"
+
+# 4. The suite. Python's own allocations are never freed at exit, so leak
+# detection is off (the suite's leak tests count dlbridge's allocations
+# themselves); allocator_may_return_null keeps "allocation too large" a
+# MemoryError, as with the system allocator.
+export DLBRIDGE_ASAN_RUNTIME="$RT"
+export DLBRIDGE_ASAN_CORE="$ROOT/$OUT/site/dlbridge/_core.abi3.so"
+export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+LD_PRELOAD="$RT" PYTHONPATH="$ROOT/$OUT/site" "$PY" -m pytest tests/python -p no:cacheprovider --capture=sys "$@"

@@ -1,0 +1,54 @@
+"""Proof that `make test-asan` really runs the suite under AddressSanitizer.
+
+tests/asan/python_suite.sh builds the extension with -Zsanitizer=address and
+preloads the ASan runtime. A silent fallback to the release build (or a
+runtime that was not loaded) would make that run pass without checking
+anything, so these tests fail it instead. Outside that run they skip.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dlbridge as db
+from conftest import ASAN_RUNTIME, python_child_env
+
+pytestmark = pytest.mark.skipif(
+    not ASAN_RUNTIME, reason="not the AddressSanitizer run (make test-asan runs these)"
+)
+
+
+def test_the_asan_runtime_is_loaded_in_this_process():
+    # dlsym in the global scope: the preloaded runtime defines it.
+    assert hasattr(ctypes.CDLL(None), "__asan_init")
+
+
+def test_the_extension_is_the_instrumented_build():
+    core = Path(db._core.__file__).resolve()
+    assert core == Path(os.environ["DLBRIDGE_ASAN_CORE"]).resolve()
+    # Instrumented code reports bad accesses through these runtime entry points.
+    assert b"__asan_report_load8" in core.read_bytes()
+
+
+def test_a_read_past_a_dlbridge_buffer_is_reported():
+    """A 16-byte tensor read as 64 bytes must stop the process with an ASan report."""
+    code = (
+        "import ctypes, dlbridge as db\n"
+        "t = db.zeros(4, dtype=db.float32)\n"
+        "ctypes.string_at(t.data_ptr(), 64)\n"
+        "print('not caught')\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=python_child_env(dict(os.environ)),
+        timeout=120,
+    )
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "heap-buffer-overflow" in r.stderr, r.stderr
+    assert "not caught" not in r.stdout
