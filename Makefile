@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-rust test-python test-miri fuzz tools bench bench-capi lint build clean
+.PHONY: demo test test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,9 @@ build: $(STAMP)
 demo: build
 	$(PY) python/demo.py
 
-## test: every test (Rust unit tests, Miri, a bounded fuzz run, then pytest against real NumPy, PyTorch and JAX)
-test: build test-rust test-miri fuzz test-python
+## test: every test (Rust unit tests, Miri, bounded fuzz runs, pytest against
+## real NumPy, PyTorch and JAX, then pytest again under AddressSanitizer)
+test: build test-rust test-miri fuzz test-python test-asan
 	$(PY) bench/bench_core.py --quick > /dev/null
 
 TOOLS_STAMP := target/.tools-installed
@@ -41,11 +42,23 @@ test-miri: tools
 	MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-permissive-provenance" \
 	  timeout 1200 cargo +nightly miri test --no-default-features --lib
 
-## fuzz: foreign-tensor validation and import through the C ABI, from the
-## checked-in corpus, for FUZZ_SECONDS (longer: make fuzz FUZZ_SECONDS=3600)
-fuzz: tools
-	rm -rf target/fuzz-new && mkdir -p target/fuzz-new
-	cd fuzz && cargo +nightly fuzz run import ../target/fuzz-new corpus/import -- \
+# The fuzz targets embed the virtualenv's Python (the capsule target runs the
+# real extension module): its libpython, and its site-packages for NumPy.
+# Python's own allocations outlive the process, so leak reports are off; the
+# targets count the producer's deleter calls themselves.
+FUZZ_ENV = PYO3_PYTHON=$(abspath $(PY)) \
+  LD_LIBRARY_PATH=$(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))') \
+  PYTHONPATH=$(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+  ASAN_OPTIONS=detect_leaks=0
+
+## fuzz: foreign-tensor validation and import, through the C ABI (target
+## `import`) and through a DLPack capsule into from_dlpack (target `capsule`),
+## each from the checked-in corpus for FUZZ_SECONDS (longer: make fuzz FUZZ_SECONDS=3600)
+fuzz: tools $(STAMP)
+	rm -rf target/fuzz-new && mkdir -p target/fuzz-new/import target/fuzz-new/capsule
+	cd fuzz && $(FUZZ_ENV) cargo +nightly fuzz run import ../target/fuzz-new/import corpus/import -- \
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
+	cd fuzz && $(FUZZ_ENV) cargo +nightly fuzz run capsule ../target/fuzz-new/capsule corpus/capsule corpus/import -- \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
 test-rust:
@@ -54,6 +67,11 @@ test-rust:
 
 test-python: build
 	$(PY) -m pytest tests/python -q -ra
+
+## test-asan: the Python suite against an AddressSanitizer build of the
+## extension (nightly -Zsanitizer=address; see tests/asan/python_suite.sh)
+test-asan: tools $(STAMP)
+	PY=$(PY) tests/asan/python_suite.sh -q -ra
 
 ## bench: the speed and memory report (see bench/README.md)
 bench: build bench-capi
