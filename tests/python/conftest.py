@@ -93,6 +93,15 @@ def collect():
         gc.collect()
 
 
+def rss_kib():
+    """This process's resident memory in KiB (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 @pytest.fixture
 def no_leak():
     """Yields dlbridge's live storage count and asserts the test left it unchanged.

@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import COMPLEX_NAMES, DTYPE_NAMES, DTYPES, FLOAT_NAMES, INT_NAMES, NP_DTYPE, collect
+from conftest import COMPLEX_NAMES, DTYPE_NAMES, DTYPES, FLOAT_NAMES, INT_NAMES, NP_DTYPE, collect, rss_kib
 
 if not db.cuda.is_available():
     pytest.skip(
@@ -1826,6 +1826,35 @@ def test_ten_thousand_exchanges_do_not_leak(tcuda, no_leak):
     assert torch.cuda.memory_allocated() == before
     assert t.sum().item() == 256
     del t
+
+
+def test_ten_thousand_transfers_leak_nothing():
+    """Issue 5's GPU leak test: 10,000 rounds of host-to-device and device-to-host
+    transfers (every tenth through the pinned staging ring) leave dlbridge's live
+    storage count where it was and grow resident memory by under 1 MiB."""
+    small = db.from_numpy(np.arange(256, dtype=np.float32))
+    big = db.from_numpy(np.arange(1 << 19, dtype=np.float32))  # 2 MiB: the staging path
+
+    def trip(i):
+        src = big if i % 10 == 0 else small
+        on_gpu = src.cuda()
+        back = on_gpu.cpu()
+        also = on_gpu.numpy(force=True)
+        if i % 1000 == 0:
+            assert np.array_equal(back.numpy(), src.numpy())
+            assert np.array_equal(also, src.numpy())
+
+    for i in range(1000):  # warm-up: memory pool, staging ring, caches
+        trip(i)
+    collect()
+    live, rss = db._core.live_storages(), rss_kib()
+    for i in range(10_000):
+        trip(i)
+    db.cuda.synchronize()
+    collect()
+    assert db._core.live_storages() == live
+    grown = rss_kib() - rss
+    assert grown < 1024, f"RSS grew by {grown} KiB over 10,000 transfer rounds"
 
 
 def test_allocate_free_loop_reuses_memory(tcuda, no_leak):

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import ASAN_RUNTIME
+from conftest import ASAN_RUNTIME, rss_kib
 from dlpack_abi import (LEGACY_DELETER, VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensor,
                         DLManagedTensorVersioned, DLTensor)
 
@@ -157,14 +157,6 @@ def test_eight_threads_hammering_shared_tensors_stay_correct():
 
 
 # ----- long runs: a million round trips --------------------------------------------------------
-
-
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 @pytest.mark.parametrize("peer", ["numpy", "torch"])
