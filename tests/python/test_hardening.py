@@ -136,6 +136,7 @@ def test_eight_threads_hammering_shared_tensors_stay_correct():
                 assert db.from_dlpack(tt)[5].item() == 5.0  # exchange in (torch's table)
                 assert torch.from_dlpack(shared)[3].item() == 3.0
                 assert db.from_numpy(a).numpy()[9] == 9.0
+                assert shared.to("cpu", db.float64).numpy(force=True)[11] == 11.0  # a copying move
                 assert shared.sum().item() == pytest.approx(cols * (cols - 1) / 2)
                 big = db.ones(50_000) * 2.0  # long enough to release the GIL
                 assert big.sum().item() == 100_000.0
