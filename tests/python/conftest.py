@@ -93,6 +93,40 @@ def collect():
         gc.collect()
 
 
+def hammer(counts, step, seconds=3.0):
+    """Runs step() in a loop on one thread per row of `counts` for `seconds`; each
+    round also adds 1 to the thread's own row. Fails on any thread's error, and on
+    a row whose count is not exactly its thread's number of rounds (a lost or
+    doubled in-place update)."""
+    import threading
+    import time
+
+    rows = counts.shape[0]
+    errors, rounds = [], [0] * rows
+    deadline = time.monotonic() + seconds
+
+    def work(i):
+        try:
+            mine = counts[i]
+            while time.monotonic() < deadline:
+                mine.add_(1)
+                step()
+                rounds[i] += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(rows)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert all(n > 0 for n in rounds), rounds
+    got = counts.cpu().numpy()
+    for i in range(rows):
+        assert (got[i] == rounds[i]).all(), f"row {i}: lost or doubled in-place updates"
+
+
 def rss_kib():
     """This process's resident memory in KiB (Linux)."""
     with open("/proc/self/status") as f:
