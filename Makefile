@@ -86,8 +86,9 @@ bench-capi:
 	   -ldl -lgcc_s -lutil -lrt -lpthread -lm -o target/cbench/bench_capi
 	target/cbench/bench_capi
 
-lint:
+lint: tools $(STAMP)
 	cargo fmt --all -- --check
+	cd fuzz && cargo fmt -- --check && $(FUZZ_ENV) cargo +nightly clippy --bins -- -D warnings
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
 	cargo clippy --no-default-features --features python -- -D warnings
