@@ -225,6 +225,41 @@ def test_each_bad_input_is_a_clear_error_and_releases_the_producer_once(change, 
     del keep
 
 
+@pytest.mark.parametrize(
+    "name,error",
+    [(b"used_dltensor_versioned", ValueError), (b"used_dltensor", ValueError),
+     (b"not_a_dltensor", TypeError)],
+)
+def test_a_capsule_that_is_not_for_the_taking_is_refused_and_left_alone(name, error):
+    # A used_* capsule belongs to the consumer that renamed it; any other name is
+    # someone else's capsule. Either way dlbridge must not call the deleter.
+    m, keep = descriptor()
+    DELETES.clear()
+    capsule = PyCapsule_New(ctypes.addressof(m), name, None)
+    with pytest.raises(error):
+        db.from_dlpack(capsule)
+    del capsule
+    assert DELETES == []
+    del keep
+
+
+def test_a_zero_dim_array_with_null_shape_and_strides_imports():
+    # NumPy gives 0-d arrays NULL shape and strides pointers (the ASan run's debug
+    # build caught a slice built from them); the same through a DLPack capsule.
+    a = np.array(2.5)
+    t = db.from_numpy(a)
+    assert t.shape == () and t.item() == 2.5
+    t.add_(1)
+    assert a == 3.5
+    m, keep = descriptor(ndim=0, shape=None, strides=None, dtype=DLDataType(2, 64, 1))
+    DELETES.clear()
+    t = db.from_dlpack(PyCapsule_New(ctypes.addressof(m), b"dltensor_versioned", None))
+    assert t.shape == () and t.data_ptr() == ctypes.addressof(BUFFER)
+    del t
+    assert len(DELETES) == 1
+    del keep
+
+
 def test_the_unmodified_descriptor_imports():
     m, keep = descriptor()
     DELETES.clear()
