@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 PY=${PY:-.venv/bin/python}
-TRIPLE=x86_64-unknown-linux-gnu
+TRIPLE=$(rustc +nightly -vV | sed -n "s/^host: //p")  # the host, so the ASan runtime matches
 OUT=target/asan
 ROOT=$(pwd)
 
