@@ -9,14 +9,18 @@
 //! consumed capsule must refuse a second use, and the producer's deleter
 //! must run exactly once: by dlbridge after its last owner is gone (the
 //! tensor, a re-export of it, a second import of that), or by the capsule's
-//! own destructor when dlbridge refused it.
+//! own destructor when dlbridge refused it. The deleter poisons the tensor
+//! (see `fuzz/src/lib.rs`), so dlbridge touching it afterwards is an ASan
+//! report, and dlbridge's live-storage count must return to its start.
+//! LeakSanitizer is off for this target: it cannot tell dlbridge's leaks
+//! from the embedded interpreter's start-up allocations.
 //!
 //! Bytes after the tensor pick the options: bit 0 names the capsule as
 //! already used, bit 1 gives it a foreign name, bit 2 re-exports the tensor
 //! (versioned or, with bit 3, legacy) and imports that again.
 #![no_main]
 
-use dlbridge_fuzz::{Foreign, Reader, deletes};
+use dlbridge_fuzz::{Foreign, Reader, deletes, unpoison};
 use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use libfuzzer_sys::fuzz_target;
 use pyo3::exceptions::{PyException, PySystemError, PyValueError};
@@ -60,6 +64,69 @@ fn assert_ordinary(py: Python<'_>, e: &PyErr) {
     );
 }
 
+/// One import of the capsule-wrapped tensor, and whatever follows it; every
+/// Python object it makes is gone when it returns.
+fn exchange(
+    py: Python<'_>,
+    ptr: *mut c_void,
+    name: &'static CStr,
+    consumable: bool,
+    (reexport, reexport_legacy): (bool, bool),
+) {
+    let from_dlpack = core(py).getattr("from_dlpack").unwrap();
+    // SAFETY: ptr is a live managed tensor (boxed above, outliving the
+    // capsule); the name is a static C string.
+    let raw = unsafe { ffi::PyCapsule_New(ptr, name.as_ptr(), Some(producer_destructor)) };
+    // SAFETY: PyCapsule_New returned a new reference (or NULL: unwrap fails).
+    let capsule = unsafe { Bound::from_owned_ptr_or_err(py, raw) }.unwrap();
+
+    match from_dlpack.call1((&capsule,)) {
+        Ok(t) => {
+            assert!(consumable, "imported a capsule named {name:?}");
+            t.getattr("shape").unwrap();
+            // A consumed capsule is never taken twice.
+            let again = from_dlpack.call1((&capsule,)).unwrap_err();
+            assert!(
+                again.is_instance_of::<PyValueError>(py),
+                "second use: {again}"
+            );
+            drop(capsule);
+            assert_eq!(
+                deletes(),
+                0,
+                "deleter ran while dlbridge still owns the tensor"
+            );
+            if reexport {
+                let kwargs = pyo3::types::PyDict::new(py);
+                if !reexport_legacy {
+                    kwargs.set_item("max_version", (1, 3)).unwrap();
+                }
+                match t.call_method("__dlpack__", (), Some(&kwargs)) {
+                    Ok(out) => {
+                        let back = from_dlpack.call1((out,));
+                        drop(t);
+                        match back {
+                            Ok(back) => {
+                                assert_eq!(deletes(), 0, "deleter ran under a re-import");
+                                drop(back);
+                            }
+                            Err(e) => assert_ordinary(py, &e),
+                        }
+                    }
+                    Err(e) => assert_ordinary(py, &e),
+                }
+            }
+        }
+        Err(e) => {
+            assert_ordinary(py, &e);
+            if !consumable {
+                drop(capsule);
+                assert_eq!(deletes(), 0, "dlbridge freed a capsule it must not touch");
+            }
+        }
+    }
+}
+
 fuzz_target!(init: Python::initialize(), |input: &[u8]| {
     let mut r = Reader(input);
     let foreign = Foreign::read(&mut r);
@@ -80,55 +147,19 @@ fuzz_target!(init: Python::initialize(), |input: &[u8]| {
     let consumable = !used_name && !foreign_name;
 
     Python::attach(|py| {
-        let from_dlpack = core(py).getattr("from_dlpack").unwrap();
-        // SAFETY: ptr is a live managed tensor (boxed above, outliving the
-        // capsule); the name is a static C string.
-        let raw = unsafe { ffi::PyCapsule_New(ptr, name.as_ptr(), Some(producer_destructor)) };
-        // SAFETY: PyCapsule_New returned a new reference (or NULL: unwrap fails).
-        let capsule = unsafe { Bound::from_owned_ptr_or_err(py, raw) }.unwrap();
-
-        match from_dlpack.call1((&capsule,)) {
-            Ok(t) => {
-                assert!(consumable, "imported a capsule named {name:?}");
-                t.getattr("shape").unwrap();
-                // A consumed capsule is never taken twice.
-                let again = from_dlpack.call1((&capsule,)).unwrap_err();
-                assert!(again.is_instance_of::<PyValueError>(py), "second use: {again}");
-                drop(capsule);
-                assert_eq!(deletes(), 0, "deleter ran while dlbridge still owns the tensor");
-                if reexport {
-                    let kwargs = pyo3::types::PyDict::new(py);
-                    if !reexport_legacy {
-                        kwargs.set_item("max_version", (1, 3)).unwrap();
-                    }
-                    match t.call_method("__dlpack__", (), Some(&kwargs)) {
-                        Ok(out) => {
-                            let back = from_dlpack.call1((out,));
-                            drop(t);
-                            match back {
-                                Ok(back) => {
-                                    assert_eq!(deletes(), 0, "deleter ran under a re-import");
-                                    drop(back);
-                                }
-                                Err(e) => assert_ordinary(py, &e),
-                            }
-                        }
-                        Err(e) => assert_ordinary(py, &e),
-                    }
-                }
-            }
-            Err(e) => {
-                assert_ordinary(py, &e);
-                if !consumable {
-                    drop(capsule);
-                    assert_eq!(deletes(), 0, "dlbridge freed a capsule it must not touch");
-                }
-            }
-        }
+        // dlbridge's count of live storages must come back to where it was:
+        // with the deleter count, this stands in for LeakSanitizer, which
+        // cannot tell dlbridge's leaks from the embedded Python's.
+        let live_storages = core(py).getattr("live_storages").unwrap();
+        let live = || live_storages.call0().unwrap().extract::<isize>().unwrap();
+        let before = live();
+        exchange(py, ptr, name, consumable, (reexport, reexport_legacy));
+        assert_eq!(live(), before, "a dlbridge storage outlived every owner");
     });
     let deletes = deletes();
     if consumable {
         assert_eq!(deletes, 1, "deleter ran {deletes} times");
     }
+    unpoison(); // the deleter poisoned the tensor; it is freed here
     drop((versioned, legacy));
 });

@@ -2,13 +2,15 @@
 //! field of a `DLManagedTensorVersioned` (or a legacy `DLManagedTensor`)
 //! comes from the input. Whatever it holds, the import must return a status
 //! (never crash), and the producer's deleter must run exactly once, after
-//! every dlbridge owner (the handle, an export taken from it) is gone.
+//! every dlbridge owner (the handle, an export taken from it) is gone; the
+//! deleter poisons the tensor, so dlbridge touching it afterwards is an ASan
+//! report.
 //!
 //! `make fuzz` runs it for a bounded time from the checked-in corpus.
 #![no_main]
 
 use dlbridge::capi::*;
-use dlbridge_fuzz::{Foreign, Reader, deletes};
+use dlbridge_fuzz::{Foreign, Reader, deletes, unpoison};
 use dlpark::ffi::{DLManagedTensorVersioned, DLTensor};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,12 +22,14 @@ fuzz_target!(|input: &[u8]| {
         // SAFETY: m (and the arrays in `foreign`) live until after the deleter check below.
         let s = unsafe { dlb_import_legacy(&mut m, &mut out) };
         finish(s, out);
+        unpoison(); // m is about to go
         s
     } else {
         let mut m = foreign.versioned();
         // SAFETY: as above.
         let s = unsafe { dlb_import_versioned(&mut m, &mut out) };
         finish(s, out);
+        unpoison();
         s
     };
     let deletes = deletes();

@@ -11,6 +11,8 @@ use dlpark::ffi::{
     DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned,
     DLPackVersion, DLTensor,
 };
+use std::ffi::c_void;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Reads little-endian integers from the input, then zeros.
@@ -52,12 +54,47 @@ pub fn deletes() -> u32 {
     DELETES.load(Ordering::SeqCst)
 }
 
-unsafe extern "C" fn count_versioned(_: *mut DLManagedTensorVersioned) {
-    DELETES.fetch_add(1, Ordering::SeqCst);
+// The fuzz targets are built with AddressSanitizer (cargo-fuzz's default).
+unsafe extern "C" {
+    fn __asan_poison_memory_region(addr: *const c_void, size: usize);
+    fn __asan_unpoison_memory_region(addr: *const c_void, size: usize);
 }
 
-unsafe extern "C" fn count_legacy(_: *mut DLManagedTensor) {
+/// What a real producer frees in its deleter: the managed tensor and its
+/// shape and strides arrays. The counting deleters free nothing, so they
+/// poison these instead: dlbridge touching any of them after the deleter ran
+/// is then an ASan report. `(address, bytes)`, unpoisoned by `unpoison()`.
+static RELEASED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+static POISONED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+fn release<M>(managed: *mut M) {
     DELETES.fetch_add(1, Ordering::SeqCst);
+    let mut poisoned = POISONED.lock().unwrap();
+    poisoned.push((managed as usize, size_of::<M>()));
+    poisoned.extend(RELEASED.lock().unwrap().iter().copied());
+    for &(addr, len) in poisoned.iter() {
+        // SAFETY: poisoning only marks memory this process owns (a live
+        // managed tensor, live Vec buffers) as off-limits until unpoison().
+        unsafe { __asan_poison_memory_region(addr as *const c_void, len) };
+    }
+}
+
+/// Makes the memory poisoned by a deleter usable again. Call it before the
+/// managed tensor (or the `Foreign` holding the arrays) goes away; `Foreign`'s
+/// drop calls it too.
+pub fn unpoison() {
+    for (addr, len) in POISONED.lock().unwrap().drain(..) {
+        // SAFETY: undoes a poisoning of memory that is still alive.
+        unsafe { __asan_unpoison_memory_region(addr as *const c_void, len) };
+    }
+}
+
+unsafe extern "C" fn count_versioned(m: *mut DLManagedTensorVersioned) {
+    release(m);
+}
+
+unsafe extern "C" fn count_legacy(m: *mut DLManagedTensor) {
+    release(m);
 }
 
 /// Backing memory the tensor may point into. The targets never read through
@@ -145,6 +182,11 @@ impl Foreign {
             byte_offset,
         };
         DELETES.store(0, Ordering::SeqCst);
+        unpoison();
+        *RELEASED.lock().unwrap() = vec![
+            (shape.as_ptr() as usize, shape.len() * size_of::<i64>()),
+            (strides.as_ptr() as usize, strides.len() * size_of::<i64>()),
+        ];
         Foreign {
             legacy,
             version,
@@ -173,5 +215,12 @@ impl Foreign {
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(count_legacy),
         }
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        unpoison();
+        RELEASED.lock().unwrap().clear();
     }
 }

@@ -10,7 +10,14 @@ use std::alloc::{self, Layout};
 const ALIGN: usize = 64;
 /// From this size on, allocate pages directly (glibc would mmap anyway, but
 /// std's aligned path would then memset the whole block for `zeroed`).
-const MMAP_THRESHOLD: usize = 1 << 20;
+/// The AddressSanitizer build (`tests/asan/python_suite.sh` sets
+/// `--cfg dlbridge_asan`) sends every size through the allocator instead,
+/// since ASan cannot see overruns of raw mappings.
+const MMAP_THRESHOLD: usize = if cfg!(dlbridge_asan) {
+    usize::MAX
+} else {
+    1 << 20
+};
 
 /// An owned, aligned host byte buffer.
 pub struct HostBuffer {
@@ -107,7 +114,7 @@ mod tests {
 
     #[test]
     fn buffers_are_aligned_and_zeroed_on_request() {
-        for len in [0, 1, 63, 4096, MMAP_THRESHOLD + 1] {
+        for len in [0, 1, 63, 4096, (1 << 20) + 1] {
             let b = HostBuffer::new(len, true).unwrap();
             assert_eq!(b.as_ptr() as usize % ALIGN, 0);
             // SAFETY: the buffer holds at least len bytes.

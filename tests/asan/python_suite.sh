@@ -15,15 +15,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-PY=${PY:-.venv/bin/python}
+PY=$(realpath -s "${PY:-.venv/bin/python}")  # -s: keep the venv's own path
 TRIPLE=$(rustc +nightly -vV | sed -n "s/^host: //p")  # the host, so the ASan runtime matches
 OUT=target/asan
 ROOT=$(pwd)
 
-# 1. The instrumented extension (debug: overflow checks and debug assertions on too).
-RUSTFLAGS="-Zsanitizer=address" \
+# 1. The instrumented extension (debug: overflow checks and debug assertions on
+# too). `dlbridge_asan` makes host buffers of every size come from the
+# allocator, since ASan cannot see overruns of raw mmap pages.
+RUSTFLAGS="-Zsanitizer=address --cfg dlbridge_asan" \
 PYO3_BUILD_EXTENSION_MODULE=1 \
-PYO3_PYTHON="$ROOT/$PY" \
+PYO3_PYTHON="$PY" \
 CARGO_TARGET_DIR=$OUT \
   cargo +nightly build --quiet --features python --target $TRIPLE
 
@@ -44,11 +46,18 @@ cp -r python/dlbridge "$OUT/site/"
 rm -f "$OUT"/site/dlbridge/*.so
 cp "$OUT/$TRIPLE/debug/libdlbridge.so" "$OUT/site/dlbridge/_core.abi3.so"
 
-# 4. The suite. Python's own allocations are never freed at exit, so leak
-# detection is off (the suite's leak tests count dlbridge's allocations
-# themselves); allocator_may_return_null keeps "allocation too large" a
-# MemoryError, as with the system allocator.
+# 4. The suite.
+# - Python's own allocations are never freed at exit, so leak detection is
+#   off (the suite's leak tests count dlbridge's allocations themselves).
+# - allocator_may_return_null keeps "allocation too large" an error, as with
+#   the system allocator.
+# - protect_shadow_gap=0 leaves the CUDA driver room for its address-space
+#   reservation (with the gap protected, cuInit fails and the GPU tests
+#   would skip).
+# - PYTHONMALLOC=malloc sends Python's small objects to malloc too (pymalloc
+#   would hide a refcount bug in the bindings from ASan).
 export DLBRIDGE_ASAN_RUNTIME="$RT"
 export DLBRIDGE_ASAN_CORE="$ROOT/$OUT/site/dlbridge/_core.abi3.so"
-export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:protect_shadow_gap=0:halt_on_error=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export PYTHONMALLOC=malloc
 LD_PRELOAD="$RT" PYTHONPATH="$ROOT/$OUT/site" "$PY" -m pytest tests/python -p no:cacheprovider --capture=sys "$@"

@@ -34,12 +34,13 @@ def test_the_extension_is_the_instrumented_build():
     assert b"__asan_report_load8" in core.read_bytes()
 
 
-def test_a_read_past_a_dlbridge_buffer_is_reported():
-    """A 16-byte tensor read as 64 bytes must stop the process with an ASan report."""
+@pytest.mark.parametrize("numel", [4, 1 << 19], ids=["16 bytes", "2 MiB (mmap outside ASan builds)"])
+def test_a_read_past_a_dlbridge_buffer_is_reported(numel):
+    """A tensor read 48 bytes past its end must stop the process with an ASan report."""
     code = (
         "import ctypes, dlbridge as db\n"
-        "t = db.zeros(4, dtype=db.float32)\n"
-        "ctypes.string_at(t.data_ptr(), 64)\n"
+        f"t = db.zeros({numel}, dtype=db.float32)\n"
+        f"ctypes.string_at(t.data_ptr(), {numel * 4 + 48})\n"
         "print('not caught')\n"
     )
     r = subprocess.run(
@@ -52,3 +53,11 @@ def test_a_read_past_a_dlbridge_buffer_is_reported():
     assert r.returncode != 0, r.stdout + r.stderr
     assert "heap-buffer-overflow" in r.stderr, r.stderr
     assert "not caught" not in r.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="no NVIDIA device node here")
+def test_cuda_still_starts_under_asan():
+    """With ASan's shadow gap protected the CUDA driver cannot start, and the GPU
+    suite would skip instead of running under ASan (python_suite.sh sets
+    protect_shadow_gap=0)."""
+    assert db.cuda.is_available(), db.cuda.unavailable_reason()

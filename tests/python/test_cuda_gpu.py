@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import COMPLEX_NAMES, DTYPE_NAMES, DTYPES, FLOAT_NAMES, INT_NAMES, NP_DTYPE, collect, hammer, rss_kib
+from conftest import ASAN_RUNTIME, COMPLEX_NAMES, DTYPE_NAMES, DTYPES, FLOAT_NAMES, INT_NAMES, NP_DTYPE, collect, hammer, rss_kib
 
 if not db.cuda.is_available():
     pytest.skip(
@@ -1876,7 +1876,8 @@ def test_ten_thousand_transfers_leak_nothing():
     collect()
     assert db._core.live_storages() == live
     grown = rss_kib() - rss
-    assert grown < 1024, f"RSS grew by {grown} KiB over 10,000 transfer rounds"
+    if not ASAN_RUNTIME:  # ASan's quarantine holds freed memory back
+        assert grown < 1024, f"RSS grew by {grown} KiB over 10,000 transfer rounds"
 
 
 def test_allocate_free_loop_reuses_memory(tcuda, no_leak):
