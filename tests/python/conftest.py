@@ -15,18 +15,21 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # Under `make test-asan` this interpreter runs with the AddressSanitizer
 # runtime preloaded (for the instrumented extension). The tools the suite
 # spawns (gcc, cargo, valgrind, the C suite with its own ASan) must not
-# inherit it; Python children that import dlbridge get it back through
-# python_child_env().
+# inherit it; Python children that import dlbridge get it back in run_python().
 ASAN_RUNTIME = os.environ.get("DLBRIDGE_ASAN_RUNTIME")
 if ASAN_RUNTIME:
     os.environ.pop("LD_PRELOAD", None)
 
 
-def python_child_env(env):
-    """The environment for a child Python that imports dlbridge."""
+def run_python(code, env=None):
+    """Runs code in a fresh interpreter (with `env`, default this one's environment)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ if env is None else env)
     if ASAN_RUNTIME:
-        env = dict(env, LD_PRELOAD=ASAN_RUNTIME)
-    return env
+        env["LD_PRELOAD"] = ASAN_RUNTIME
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
 
 import ml_dtypes
 import numpy as np

@@ -8,14 +8,12 @@ anything, so these tests fail it instead. Outside that run they skip.
 
 import ctypes
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import dlbridge as db
-from conftest import ASAN_RUNTIME, python_child_env
+from conftest import ASAN_RUNTIME, run_python
 
 pytestmark = pytest.mark.skipif(
     not ASAN_RUNTIME, reason="not the AddressSanitizer run (make test-asan runs these)"
@@ -43,13 +41,7 @@ def test_a_read_past_a_dlbridge_buffer_is_reported(numel):
         f"ctypes.string_at(t.data_ptr(), {numel * 4 + 48})\n"
         "print('not caught')\n"
     )
-    r = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=python_child_env(dict(os.environ)),
-        timeout=120,
-    )
+    r = run_python(code)
     assert r.returncode != 0, r.stdout + r.stderr
     assert "heap-buffer-overflow" in r.stderr, r.stderr
     assert "not caught" not in r.stdout

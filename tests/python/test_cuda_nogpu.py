@@ -7,8 +7,6 @@ On a machine with a GPU the "no device" half skips; the NVRTC half runs anywhere
 
 import ctypes.util
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import numpy as np
 import pytest
 
 import dlbridge as db
-from conftest import NO_CUDA, python_child_env
+from conftest import NO_CUDA, run_python
 
 KERNEL_FILES = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "kernels").glob("*.cu"))
 
@@ -129,17 +127,10 @@ def test_unknown_architecture_is_a_clear_error():
         db.cuda.compile_kernels("sm_1")
 
 
-def run_python(code, **env):
+def run_python_with(code, **env):
     """Runs code in a fresh interpreter; CUDA_PATH/CUDA_HOME/CUDA_ROOT only as given."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("CUDA_PATH", "CUDA_HOME", "CUDA_ROOT")}
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=python_child_env(full_env),
-        timeout=120,
-    )
+    return run_python(code, dict(full_env, **env))
 
 
 @pytest.mark.skipif(
@@ -153,7 +144,7 @@ def test_missing_nvrtc_is_a_runtime_error_not_a_crash():
         "except RuntimeError as e:\n"
         "    print('RuntimeError:', e)\n"
     )
-    out = run_python(code, DLBRIDGE_NVRTC="/nonexistent/libnvrtc.so.13")
+    out = run_python_with(code, DLBRIDGE_NVRTC="/nonexistent/libnvrtc.so.13")
     assert out.returncode == 0, out.stderr
     assert "RuntimeError: NVRTC" in out.stdout and "not found" in out.stdout, out.stdout
 
@@ -165,7 +156,7 @@ def test_import_works_with_no_cuda_libraries_at_all():
         "import numpy as np, dlbridge as db\n"
         "print(db.cuda.is_available(), (db.from_numpy(np.ones(3)) * 2).sum().item())\n"
     )
-    out = run_python(code, DLBRIDGE_NVRTC="/nonexistent/libnvrtc.so.13")
+    out = run_python_with(code, DLBRIDGE_NVRTC="/nonexistent/libnvrtc.so.13")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "6.0"]
 
@@ -174,14 +165,14 @@ def test_import_works_with_no_cuda_libraries_at_all():
 @pytest.mark.parametrize("variable", ["CUDA_PATH", "CUDA_HOME"])
 def test_nvrtc_is_found_under_cuda_path_and_cuda_home_first(tmp_path, variable):
     # A toolkit named by CUDA_PATH/CUDA_HOME wins over the wheels on sys.path.
-    found = run_python("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
+    found = run_python_with("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
     real = Path(found.stdout.strip())
     assert real.is_file(), found.stdout + found.stderr
     lib64 = tmp_path / "lib64"
     lib64.mkdir()
     for f in real.parent.glob("libnvrtc*.so*"):
         (lib64 / f.name).symlink_to(f)
-    out = run_python(
+    out = run_python_with(
         "import dlbridge as db; print(db.cuda.nvrtc_version()); print(db.cuda.nvrtc_path())",
         **{variable: str(tmp_path)},
     )
@@ -191,7 +182,7 @@ def test_nvrtc_is_found_under_cuda_path_and_cuda_home_first(tmp_path, variable):
 
 @needs_nvrtc
 def test_nvrtc_from_the_wheels_on_sys_path():
-    out = run_python("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
+    out = run_python_with("import dlbridge as db; db.cuda.nvrtc_version(); print(db.cuda.nvrtc_path())")
     path = out.stdout.strip()
     if not path or "site-packages" not in path:
         pytest.skip(f"NVRTC came from elsewhere here: {path!r}")
