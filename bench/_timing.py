@@ -1,6 +1,10 @@
-"""Timing and machine facts shared by the benchmarks (imported from bench/, where they run)."""
+"""What the benchmarks share: timing, the implementation under test, and machine facts
+(imported from bench/, where they run)."""
 
+import os
+import platform
 import statistics
+import sys
 import timeit
 from time import perf_counter_ns
 
@@ -30,3 +34,24 @@ def cpu_model():
             return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         return "unknown"
+
+
+def load_impl(name, stand_in):
+    """dlbridge, or with --impl torch the given namespace of torch stand-ins."""
+    if name == "torch":
+        return stand_in
+    try:
+        import dlbridge
+    except ImportError as e:
+        sys.exit(f"cannot import dlbridge ({e}); build it (maturin develop) or use --impl torch")
+    return dlbridge
+
+
+def machine_info(db, **extra):
+    """The machine and library facts every benchmark records, plus `extra`."""
+    import numpy as np
+    import torch
+
+    return dict(cpu=cpu_model(), cores=os.cpu_count(), platform=platform.platform(),
+                python=platform.python_version(), numpy=np.__version__, torch=torch.__version__,
+                dlbridge=getattr(db, "__version__", "?"), **extra)

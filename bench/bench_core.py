@@ -13,7 +13,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import cpu_model, per_call_ns
+from _timing import load_impl, machine_info, per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -168,25 +167,6 @@ def bench_add(db, cfg, rows):
 
 
 # ------------------------------------------------------------------- main
-def load_impl(name):
-    if name == "torch":
-        return SimpleNamespace(from_numpy=torch.from_numpy, from_dlpack=torch.from_dlpack,
-                               __version__=f"torch {torch.__version__} (stand-in)")
-    try:
-        import dlbridge
-    except ImportError as e:
-        sys.exit(f"cannot import dlbridge ({e}); build it (maturin develop) or use --impl torch")
-    return dlbridge
-
-
-def machine_info(db):
-    cpu = cpu_model()
-    return dict(cpu=cpu, cores=os.cpu_count(), usable_cores=len(os.sched_getaffinity(0)),
-                platform=platform.platform(), python=platform.python_version(),
-                numpy=np.__version__, torch=torch.__version__,
-                dlbridge=getattr(db, "__version__", "?"), torch_threads=torch.get_num_threads())
-
-
 def fmt(v, unit):
     if v is None:
         return "-"
@@ -219,8 +199,9 @@ def main():
         cfg = SimpleNamespace(loops=2000, samples=150, leak_warmup=10**5,
                               leak_trips=10**6, add_samples=30)
 
-    db = load_impl(args.impl)
-    info = machine_info(db)
+    db = load_impl(args.impl, SimpleNamespace(from_numpy=torch.from_numpy, from_dlpack=torch.from_dlpack,
+                                              __version__=f"torch {torch.__version__} (stand-in)"))
+    info = machine_info(db, usable_cores=len(os.sched_getaffinity(0)), torch_threads=torch.get_num_threads())
     print(f"machine: {info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
           f"{info['platform']}")
     print(f"python {info['python']}, numpy {info['numpy']}, torch {info['torch']} "

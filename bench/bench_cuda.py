@@ -14,8 +14,6 @@ script itself end to end on a GPU machine; ratios are then ~1).
 """
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 from pathlib import Path
@@ -25,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import cpu_model, per_call_ns
+from _timing import load_impl, machine_info, per_call_ns
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -194,26 +192,11 @@ def bench_exchange(db, cfg, rows):
 
 
 # ------------------------------------------------------------------- main
-def load_impl(name):
-    if name == "torch":
-        return SimpleNamespace(from_numpy=torch.from_numpy, from_dlpack=torch.from_dlpack, rand=torch.rand,
-                               empty=torch.empty, float32=torch.float32, bfloat16=torch.bfloat16,
-                               cuda=torch.cuda, __version__=f"torch {torch.__version__} (stand-in)")
-    try:
-        import dlbridge
-    except ImportError as e:
-        sys.exit(f"cannot import dlbridge ({e}); build it (maturin develop) or use --impl torch")
-    return dlbridge
-
-
-def machine_info(db):
-    cpu = cpu_model()
+def gpu_info(db):
     props = torch.cuda.get_device_properties(0)
-    info = dict(cpu=cpu, cores=os.cpu_count(), platform=platform.platform(), python=platform.python_version(),
-                numpy=np.__version__, torch=torch.__version__, torch_cuda=torch.version.cuda,
-                dlbridge=getattr(db, "__version__", "?"), gpu=props.name,
-                gpu_memory_gib=round(props.total_memory / 2**30, 1),
-                gpu_l2_mib=round(getattr(props, "L2_cache_size", 0) / MiB, 1))
+    info = machine_info(db, torch_cuda=torch.version.cuda, gpu=props.name,
+                        gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                        gpu_l2_mib=round(getattr(props, "L2_cache_size", 0) / MiB, 1))
     nvrtc = getattr(db.cuda, "nvrtc_version", None)
     if nvrtc is not None:
         try:
@@ -264,7 +247,10 @@ def main():
         cfg = SimpleNamespace(xfer_mib=1024, xfer_loops=3, xfer_samples=7, elems=2**28, gpu_loops=20,
                               gpu_samples=15, call_loops=2000, call_samples=100)
 
-    db = load_impl(args.impl)
+    db = load_impl(args.impl, SimpleNamespace(
+        from_numpy=torch.from_numpy, from_dlpack=torch.from_dlpack, rand=torch.rand, empty=torch.empty,
+        float32=torch.float32, bfloat16=torch.bfloat16, cuda=torch.cuda,
+        __version__=f"torch {torch.__version__} (stand-in)"))
     if not db.cuda.is_available():
         print("bench_cuda: skipped, no CUDA device (dlbridge.cuda.is_available() is False); nothing measured")
         return 0
@@ -276,7 +262,7 @@ def main():
         db.cuda.synchronize()
         torch.cuda.synchronize()
 
-    info = machine_info(db)
+    info = gpu_info(db)
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info['platform']}")
     print(f"gpu: {info['gpu']} ({info['gpu_memory_gib']} GiB, L2 {info['gpu_l2_mib']} MiB), "
           f"torch {info['torch']} (CUDA {info['torch_cuda']}), dlbridge {info['dlbridge']}, "
