@@ -1592,19 +1592,26 @@ def test_dlbridge_cuda_views_into_cupy(view, via, cp, rng):
     assert_values(cp.asnumpy(c), np.ascontiguousarray(on_a(a)))
 
 
-def test_cupy_keeps_dlbridge_memory_alive(cp, no_leak):
-    base = no_leak
+def check_export_outlives_tensor(base, consume, total):
+    """A consumer's view of a dlbridge CUDA tensor keeps its memory after the tensor is
+    deleted: the storage stays live (base + 1), its block is not handed out again, and
+    the data is intact; dropping the view releases it."""
     t = db.arange(4096, dtype=db.float64, device="cuda")
     addr = t.data_ptr()
-    c = cp.from_dlpack(t)
+    x = consume(t)
     del t
     collect()
     assert db._core.live_storages() == base + 1
     churn = [db.full((4096,), -1.0, dtype=db.float64, device="cuda") for _ in range(20)]
-    assert all(x.data_ptr() != addr for x in churn)
-    assert float(c.sum()) == sum(range(4096))
-    del c, churn
+    assert all(c.data_ptr() != addr for c in churn)
+    assert total(x) == sum(range(4096))
+    del x, churn
     collect()
+    assert db._core.live_storages() == base
+
+
+def test_cupy_keeps_dlbridge_memory_alive(cp, no_leak):
+    check_export_outlives_tensor(no_leak, cp.from_dlpack, lambda c: float(c.sum()))
 
 
 # =========================================================================== JAX exchange
@@ -1781,19 +1788,7 @@ def test_torch_memory_stays_alive_while_imported(tcuda):
 
 
 def test_dlbridge_cuda_memory_exported_to_torch_survives_del(tcuda, no_leak):
-    base = no_leak
-    t = db.arange(4096, dtype=db.float64, device="cuda")
-    addr = t.data_ptr()
-    x = torch.from_dlpack(t)
-    del t
-    collect()
-    assert db._core.live_storages() == base + 1
-    churn = [db.full((4096,), -1.0, dtype=db.float64, device="cuda") for _ in range(20)]
-    assert all(c.data_ptr() != addr for c in churn)
-    assert x.sum().item() == sum(range(4096))
-    del x, churn
-    collect()
-    assert db._core.live_storages() == base
+    check_export_outlives_tensor(no_leak, torch.from_dlpack, lambda x: x.sum().item())
 
 
 def test_transfers_and_ops_leave_no_storages(no_leak, rng):
