@@ -1,6 +1,6 @@
 //! Where a tensor's memory lives.
 
-use crate::{Error, Result, bail};
+use crate::{Result, bail};
 use dlpark::ffi::{DLDevice, DLDeviceType};
 
 /// The kinds of memory dlbridge knows.
@@ -38,7 +38,7 @@ impl Device {
     /// Parses `cpu`, `cpu:0`, `cuda`, `cuda:1` (PyTorch's grammar:
     /// `[a-zA-Z_]+(:(0|[1-9][0-9]*))?`).
     pub fn parse(spec: &str) -> Result<Device> {
-        let invalid = || Error::Runtime(format!("Invalid device string: '{spec}'"));
+        let invalid = || crate::err!(InvalidOperation, "Invalid device string: '{spec}'");
         let (kind, index) = match spec.split_once(':') {
             Some((kind, index)) => (kind, Some(index)),
             None => (spec, None),
@@ -62,11 +62,14 @@ impl Device {
                     kind: DeviceKind::Cpu,
                     index,
                 }),
-                Some(i) => bail!(Runtime, "CPU device index must be -1 or zero, got {i}"),
+                Some(i) => bail!(
+                    InvalidOperation,
+                    "CPU device index must be -1 or zero, got {i}"
+                ),
             },
             "cuda" => Ok(Device::cuda(index)),
             _ => bail!(
-                Runtime,
+                InvalidOperation,
                 "Expected one of cpu, cuda device type at start of device string: {spec}"
             ),
         }
@@ -99,11 +102,13 @@ impl Device {
             DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED if dev.device_id >= 0 => {
                 Ok(Device::cuda(Some(dev.device_id as u32)))
             }
-            other => Err(Error::Buffer(format!(
+            other => Err(crate::err!(
+                UnsupportedDevice,
                 "unsupported DLPack device (type={}, id={}); dlbridge supports CPU (1), CUDA (2), \
                  CUDA host (3) and CUDA managed (13) memory",
-                other.0, dev.device_id
-            ))),
+                other.0,
+                dev.device_id
+            )),
         }
     }
 }

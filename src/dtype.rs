@@ -1,6 +1,6 @@
 //! Element types: their DLPack codes, sizes, names and PyTorch's promotion rules.
 
-use crate::{Error, Result, bail};
+use crate::{Result, bail};
 use dlpark::ffi::{DLDataType, DLDataTypeCode};
 
 /// The element types dlbridge stores and computes with.
@@ -196,11 +196,9 @@ impl DType {
             _ => None,
         };
         found.ok_or_else(|| {
-            Error::Buffer(format!(
-                "unsupported DLPack dtype (code={}, bits={}, lanes={}); dlbridge supports \
+            crate::err!(UnsupportedDtype, "unsupported DLPack dtype (code={}, bits={}, lanes={}); dlbridge supports \
                  bool, (u)int8/16/32/64, float16, bfloat16, float32, float64, complex64 and complex128",
-                dt.code.0, dt.bits, dt.lanes
-            ))
+                dt.code.0, dt.bits, dt.lanes)
         })
     }
 
@@ -278,7 +276,7 @@ fn promote_integers(a: DType, b: DType) -> Result<DType> {
         4 => DType::I32,
         8 => DType::I64,
         _ => bail!(
-            Runtime,
+            InvalidOperation,
             "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {} and {}",
             unsigned.scalar_type_name(),
             signed.scalar_type_name()
@@ -309,7 +307,7 @@ mod tests {
     fn vector_lanes_and_fp8_are_refused() {
         let mut dt = F32.to_dlpack();
         dt.lanes = 4;
-        assert!(matches!(DType::from_dlpack(dt), Err(Error::Buffer(_))));
+        assert!(DType::from_dlpack(dt).err().unwrap().kind() == crate::ErrorKind::UnsupportedDtype);
         let fp8 = DLDataType {
             code: DLDataTypeCode::FLOAT8_E4M3FN,
             bits: 8,

@@ -1,48 +1,155 @@
-//! One error type for the whole crate. Each variant says what went wrong in
-//! words a PyTorch user recognises; the Python layer maps variants to the
-//! exception types PyTorch raises for the same mistake.
+//! One error type for the whole crate: a typed [`ErrorKind`] beside a
+//! message worded as PyTorch words the same mistake.
+//!
+//! Callers decide by the kind, never by the text: the Python layer maps each
+//! kind to the exception class PyTorch raises ([`ErrorKind::python_class`]),
+//! the C ABI to its status code. Rewording a message changes neither.
+
+/// What went wrong, as a type. Each kind has exactly one Python exception
+/// class and one C status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An argument of the wrong kind.
+    WrongType,
+    /// An argument of the right kind with a bad value.
+    InvalidValue,
+    /// An index outside a dimension.
+    IndexOutOfRange,
+    /// A shape or size whose element or byte count overflows.
+    TooLarge,
+    /// A valid request that cannot be carried out: shapes or devices that do
+    /// not match, a promotion that is not allowed, writing a read-only or
+    /// self-overlapping tensor.
+    InvalidOperation,
+    /// An operation PyTorch also refuses for this dtype or layout.
+    NotImplemented,
+    /// A malformed DLPack tensor, or an export DLPack cannot express.
+    InvalidTensor,
+    /// A DLPack dtype dlbridge does not have.
+    UnsupportedDtype,
+    /// A DLPack device type dlbridge does not support.
+    UnsupportedDevice,
+    /// A CUDA device index that does not exist on this machine.
+    InvalidDevice,
+    /// CUDA was asked for and there is no driver or no device.
+    NoCuda,
+    /// An allocation failed, on the host or on a device.
+    OutOfMemory,
+    /// The CUDA driver or NVRTC failed.
+    Driver,
+}
+
+/// The Python exception class an [`ErrorKind`] raises (PyTorch's choice for
+/// the same mistake). Kept free of PyO3 so the core needs no Python.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonClass {
+    RuntimeError,
+    TypeError,
+    ValueError,
+    IndexError,
+    NotImplementedError,
+    BufferError,
+}
+
+impl ErrorKind {
+    pub fn python_class(self) -> PythonClass {
+        use ErrorKind::*;
+        match self {
+            WrongType => PythonClass::TypeError,
+            InvalidValue => PythonClass::ValueError,
+            IndexOutOfRange => PythonClass::IndexError,
+            NotImplemented => PythonClass::NotImplementedError,
+            InvalidTensor | UnsupportedDtype | UnsupportedDevice => PythonClass::BufferError,
+            TooLarge | InvalidOperation | InvalidDevice | NoCuda | OutOfMemory | Driver => {
+                PythonClass::RuntimeError
+            }
+        }
+    }
+}
 
 /// Everything that can go wrong in dlbridge.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum Error {
-    /// A runtime failure of a valid request (Python `RuntimeError`):
-    /// shape and device mismatches, unsupported promotions, missing CUDA.
-    #[error("{0}")]
-    Runtime(String),
-    /// An argument of the wrong kind (Python `TypeError`).
-    #[error("{0}")]
-    Type(String),
-    /// An argument of the right kind with a bad value (Python `ValueError`).
-    #[error("{0}")]
-    Value(String),
-    /// An index outside a dimension (Python `IndexError`).
-    #[error("{0}")]
-    Index(String),
-    /// An operation PyTorch also refuses for this dtype (Python `NotImplementedError`).
-    #[error("{0}")]
-    NotImplemented(String),
-    /// A DLPack export or import that cannot be honoured (Python `BufferError`).
-    #[error("{0}")]
-    Buffer(String),
+#[error("{message}")]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
 }
 
 impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The error every CUDA request gets on a machine without a usable device.
     pub fn no_cuda(device: impl std::fmt::Display) -> Self {
-        Error::Runtime(format!(
-            "No CUDA device or driver was found: cannot use device '{device}'. \
-             dlbridge.cuda.is_available() is False on this machine."
-        ))
+        Error::new(
+            ErrorKind::NoCuda,
+            format!(
+                "No CUDA device or driver was found: cannot use device '{device}'. \
+                 dlbridge.cuda.is_available() is False on this machine."
+            ),
+        )
     }
 }
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Early-return with an [`Error`] variant built from a format string.
+/// An [`Error`] of kind `$kind` from a format string: `err!(InvalidValue, "bad {x}")`.
+#[macro_export]
+macro_rules! err {
+    ($kind:ident, $($arg:tt)*) => {
+        $crate::Error::new($crate::ErrorKind::$kind, format!($($arg)*))
+    };
+}
+
+/// Early-return with an [`Error`] of kind `$kind` built from a format string.
 #[macro_export]
 macro_rules! bail {
     ($kind:ident, $($arg:tt)*) => {
-        return Err($crate::Error::$kind(format!($($arg)*)))
+        return Err($crate::err!($kind, $($arg)*))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_raises_pytorchs_exception_class() {
+        use ErrorKind::*;
+        let class = |k: ErrorKind| k.python_class();
+        assert_eq!(class(WrongType), PythonClass::TypeError);
+        assert_eq!(class(InvalidValue), PythonClass::ValueError);
+        assert_eq!(class(IndexOutOfRange), PythonClass::IndexError);
+        assert_eq!(class(NotImplemented), PythonClass::NotImplementedError);
+        for k in [InvalidTensor, UnsupportedDtype, UnsupportedDevice] {
+            assert_eq!(class(k), PythonClass::BufferError, "{k:?}");
+        }
+        for k in [
+            TooLarge,
+            InvalidOperation,
+            InvalidDevice,
+            NoCuda,
+            OutOfMemory,
+            Driver,
+        ] {
+            assert_eq!(class(k), PythonClass::RuntimeError, "{k:?}");
+        }
+        let e = err!(InvalidValue, "bad {}", 3);
+        assert_eq!((e.kind(), e.message()), (InvalidValue, "bad 3"));
+        assert_eq!(e.to_string(), "bad 3");
+    }
 }

@@ -5,7 +5,7 @@
 //! imports without a copy. DLPack wants element strides; the exporter converts
 //! and refuses what cannot be expressed.
 
-use crate::{Error, Result, bail};
+use crate::{Result, bail};
 
 /// A strided view of a storage buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +50,12 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     shape
         .iter()
         .try_fold(1usize, |acc, &n| acc.checked_mul(n))
-        .ok_or_else(|| Error::Runtime(format!("a tensor of shape {shape:?} has too many elements")))
+        .ok_or_else(|| {
+            crate::err!(
+                TooLarge,
+                "a tensor of shape {shape:?} has too many elements"
+            )
+        })
 }
 
 /// The layout of memory another library owns (a DLPack import, a C host
@@ -155,7 +160,7 @@ impl Layout {
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
         if shape.len() < self.ndim() {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "cannot broadcast shape {:?} to {:?}",
                 self.shape,
                 shape
@@ -171,7 +176,7 @@ impl Layout {
                 0
             } else {
                 bail!(
-                    Runtime,
+                    InvalidOperation,
                     "The expanded size of the tensor ({target}) must match the existing size ({n}) at \
                      non-singleton dimension {}.  Target sizes: {shape:?}.  Tensor sizes: {:?}",
                     lead + i,
@@ -194,14 +199,14 @@ impl Layout {
             .count();
         if self.ndim() == 0 && consumed > 0 {
             bail!(
-                Index,
+                IndexOutOfRange,
                 "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in \
                  C++ to convert a 0-dim tensor to a number"
             );
         }
         if consumed > self.ndim() {
             bail!(
-                Index,
+                IndexOutOfRange,
                 "too many indices for tensor of dimension {}",
                 self.ndim()
             );
@@ -223,7 +228,7 @@ impl Layout {
                     let pos = if i < 0 { i + n } else { i };
                     if pos < 0 || pos >= n {
                         bail!(
-                            Index,
+                            IndexOutOfRange,
                             "index {i} is out of bounds for dimension {dim} with size {n}"
                         );
                     }
@@ -232,10 +237,10 @@ impl Layout {
                 }
                 Selection::Range { start, stop, step } => {
                     if step == 0 {
-                        bail!(Value, "slice step cannot be zero");
+                        bail!(InvalidValue, "slice step cannot be zero");
                     }
                     if step < 0 {
-                        bail!(Value, "step must be greater than zero");
+                        bail!(InvalidValue, "step must be greater than zero");
                     }
                     let n = self.shape[dim] as isize;
                     let clamp = |v: Option<isize>, default: isize| match v {
@@ -304,7 +309,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
             db
         } else {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton \
                  dimension {i} (shapes {a:?} and {b:?})"
             );
@@ -370,11 +375,16 @@ mod tests {
         assert_eq!(e.shape, vec![0, 5]);
         let n = l.select(&[NewAxis, Index(0)], 8).unwrap();
         assert_eq!(n.shape, vec![1, 5]);
-        assert!(matches!(l.select(&[Index(4)], 8), Err(Error::Index(_))));
-        assert!(matches!(
-            l.select(&[Index(0), Index(0), Index(0)], 8),
-            Err(Error::Index(_))
-        ));
+        assert!(
+            l.select(&[Index(4)], 8).err().unwrap().kind() == crate::ErrorKind::IndexOutOfRange
+        );
+        assert!(
+            l.select(&[Index(0), Index(0), Index(0)], 8)
+                .err()
+                .unwrap()
+                .kind()
+                == crate::ErrorKind::IndexOutOfRange
+        );
         let step0 = l.select(
             &[Range {
                 start: None,
@@ -383,7 +393,7 @@ mod tests {
             }],
             8,
         );
-        assert!(matches!(step0, Err(Error::Value(_))));
+        assert!(step0.err().unwrap().kind() == crate::ErrorKind::InvalidValue);
     }
 
     #[test]

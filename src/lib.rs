@@ -37,7 +37,7 @@ pub use cpu::{BinaryOp, manual_seed};
 pub use device::{Device, DeviceKind};
 pub use dtype::{Category, DType};
 pub use element::Element;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, PythonClass, Result};
 pub use layout::{Layout, Selection, broadcast_shapes};
 pub use scalar::Scalar;
 pub use tensor::Tensor;

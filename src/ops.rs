@@ -67,7 +67,7 @@ fn device_of(operands: &[Operand]) -> Result<Device> {
     for d in devices {
         if d != first {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
                 if first.is_cpu() { d } else { first },
                 if first.is_cpu() { first } else { d }
@@ -235,7 +235,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
     if !DType::can_cast(dtype, dst.dtype()) {
         bail!(
-            Runtime,
+            InvalidOperation,
             "result type {} can't be cast to the desired output type {}",
             dtype.scalar_type_name(),
             dst.dtype().scalar_type_name()
@@ -246,7 +246,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
         let shape = broadcast_shapes(dst.shape(), t.shape())?;
         if shape != dst.shape() {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "output with shape {:?} doesn't match the broadcast shape {:?}",
                 dst.shape(),
                 shape
@@ -367,14 +367,14 @@ pub fn arange(
     });
     let (s, e, st) = (start.as_f64(), end.as_f64(), step.as_f64());
     if st == 0.0 {
-        bail!(Runtime, "step must be nonzero");
+        bail!(InvalidOperation, "step must be nonzero");
     }
     if !(s.is_finite() && e.is_finite()) {
-        bail!(Runtime, "unsupported range: {s} -> {e}");
+        bail!(InvalidOperation, "unsupported range: {s} -> {e}");
     }
     if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
         bail!(
-            Runtime,
+            InvalidOperation,
             "upper bound and lower bound inconsistent with step sign"
         );
     }

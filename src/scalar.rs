@@ -63,9 +63,10 @@ impl Scalar {
             }
         };
         if !fits {
-            return Err(crate::Error::Runtime(format!(
+            return Err(crate::err!(
+                InvalidOperation,
                 "value cannot be converted to type {type_name} without overflow"
-            )));
+            ));
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use crate::cpu;
 use crate::layout::{Layout, Selection, checked_numel};
 use crate::storage::Storage;
-use crate::{DType, Device, Error, Result, Scalar, bail};
+use crate::{DType, Device, Result, Scalar, bail};
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -32,7 +32,7 @@ impl Tensor {
         if layout.numel() > 0 && (start < 0 || layout.offset as isize + hi > storage.len() as isize)
         {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "layout (shape {:?}, byte strides {:?}, offset {}) reaches outside its {}-byte storage",
                 layout.shape,
                 layout.strides,
@@ -59,7 +59,7 @@ impl Tensor {
     fn alloc(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
         let bytes = checked_numel(shape)?
             .checked_mul(dtype.size())
-            .ok_or_else(|| Error::Runtime(format!("a tensor of shape {shape:?} is too large")))?;
+            .ok_or_else(|| crate::err!(TooLarge, "a tensor of shape {shape:?} is too large"))?;
         let storage = match device.kind {
             crate::DeviceKind::Cpu => Storage::new_host(bytes, zeroed)?,
             crate::DeviceKind::Cuda => crate::cuda::new_storage(device, bytes, zeroed)?,
@@ -143,11 +143,9 @@ impl Tensor {
     /// Strides in elements, as PyTorch reports them.
     pub fn strides(&self) -> Result<Vec<isize>> {
         self.layout.element_strides(self.dtype.size()).ok_or_else(|| {
-            Error::Runtime(format!(
-                "this tensor's byte strides {:?} are not whole multiples of its {}-byte elements",
+            crate::err!(InvalidOperation, "this tensor's byte strides {:?} are not whole multiples of its {}-byte elements",
                 self.layout.strides,
-                self.dtype.size()
-            ))
+                self.dtype.size())
         })
     }
 
@@ -195,14 +193,14 @@ impl Tensor {
             .any(|(&n, &s)| s == 0 && n > 1)
         {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "unsupported operation: more than one element of the written-to tensor refers to a \
                  single memory location. Please clone() the tensor before performing the operation."
             );
         }
         if self.is_read_only() {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "cannot write into a read-only tensor (it views a read-only buffer, e.g. a non-writeable \
                  NumPy array or a DLPack tensor flagged READ_ONLY); clone() it first"
             );
@@ -264,7 +262,7 @@ impl Tensor {
         let shape = crate::layout::broadcast_shapes(self.shape(), src.shape())?;
         if shape != self.shape() {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "output with shape {:?} doesn't match the broadcast shape {:?}",
                 self.shape(),
                 shape
@@ -300,7 +298,7 @@ impl Tensor {
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "a Tensor with {} elements cannot be converted to Scalar",
                 self.numel()
             );

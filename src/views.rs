@@ -3,7 +3,7 @@
 //! express the new shape, exactly as PyTorch does).
 
 use crate::layout::{Layout, checked_numel};
-use crate::{Error, Result, Tensor, bail};
+use crate::{Result, Tensor, bail};
 
 /// A possibly negative dimension index, checked against `ndim` (a zero-dim
 /// tensor accepts 0 and -1, as in PyTorch).
@@ -11,11 +11,12 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     let n = ndim.max(1) as i64;
     let d = if dim < 0 { dim + n } else { dim };
     if d < 0 || d >= n {
-        return Err(Error::Index(format!(
+        return Err(crate::err!(
+            IndexOutOfRange,
             "Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
             -n,
             n - 1
-        )));
+        ));
     }
     Ok(d as usize)
 }
@@ -23,17 +24,18 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 /// Resolves one `-1` in a requested shape against `numel` elements.
 fn infer_shape(sizes: &[i64], numel: usize) -> Result<Vec<usize>> {
     let invalid = || {
-        Error::Runtime(format!(
+        crate::err!(
+            InvalidOperation,
             "shape '{sizes:?}' is invalid for input of size {numel}"
-        ))
+        )
     };
     let mut infer = None;
     let mut known: usize = 1;
     for (i, &s) in sizes.iter().enumerate() {
         match s {
             -1 if infer.is_none() => infer = Some(i),
-            -1 => bail!(Runtime, "only one dimension can be inferred"),
-            s if s < 0 => bail!(Runtime, "invalid shape dimension {s}"),
+            -1 => bail!(InvalidOperation, "only one dimension can be inferred"),
+            s if s < 0 => bail!(InvalidOperation, "invalid shape dimension {s}"),
             s => known = known.checked_mul(s as usize).ok_or_else(invalid)?,
         }
     }
@@ -108,7 +110,7 @@ impl Tensor {
         let n = self.ndim();
         if dims.len() != n {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "permute(sparse_coo): number of dimensions in the tensor input does not match the \
                  length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to \
                  len(dims) = {}",
@@ -120,7 +122,10 @@ impl Tensor {
         for &d in dims {
             let d = wrap_dim(d, n)?;
             if std::mem::replace(&mut seen[d], true) {
-                bail!(Runtime, "permute(): duplicate dims are not allowed.");
+                bail!(
+                    InvalidOperation,
+                    "permute(): duplicate dims are not allowed."
+                );
             }
             order.push(d);
         }
@@ -150,7 +155,7 @@ impl Tensor {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
             n => bail!(
-                Runtime,
+                InvalidOperation,
                 "t() expects a tensor with <= 2 dimensions, but self is {n}D"
             ),
         }
@@ -188,7 +193,7 @@ impl Tensor {
         let n = self.ndim();
         if sizes.len() < n {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "expand(torch.FloatTensor{{{:?}}}, size=[{}]): the number of sizes provided ({}) must be \
                  greater or equal to the number of dimensions in the tensor ({n})",
                 self.shape(),
@@ -202,7 +207,7 @@ impl Tensor {
             target.push(match s {
                 -1 if i >= lead => self.shape()[i - lead],
                 s if s < 0 => bail!(
-                    Runtime,
+                    InvalidOperation,
                     "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing \
                      dimension {i}"
                 ),
@@ -218,10 +223,10 @@ impl Tensor {
         let l = self.layout();
         let strides =
             view_strides(&l.shape, &l.strides, &shape, self.dtype().size()).ok_or_else(|| {
-                Error::Runtime(
+                crate::err!(
+                    InvalidOperation,
                     "view size is not compatible with input tensor's size and stride (at least one \
                      dimension spans across two contiguous subspaces). Use .reshape(...) instead."
-                        .into(),
                 )
             })?;
         Ok(self.restrided(shape, strides))
@@ -248,7 +253,7 @@ impl Tensor {
         let (s, e) = (wrap_dim(start, n)?, wrap_dim(end, n)?);
         if s > e {
             bail!(
-                Runtime,
+                InvalidOperation,
                 "flatten() has invalid args: start_dim cannot come after end_dim"
             );
         }

@@ -1,6 +1,6 @@
 //! Status codes and the thread-local error message.
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 use std::cell::RefCell;
 use std::ffi::{CString, c_char};
 
@@ -49,26 +49,23 @@ pub(crate) fn fail(status: dlb_status, message: impl Into<String>) -> dlb_status
     status
 }
 
-/// The status an [`Error`] from the core maps to.
+/// The status an [`Error`] from the core maps to, by its kind alone.
 pub(crate) fn status_of(e: &Error) -> dlb_status {
-    let text = e.to_string();
-    match e {
-        _ if text.contains("No CUDA device or driver") => dlb_status::DLB_ERR_NO_CUDA,
-        _ if text.contains("out of memory") || text.contains("not enough memory") => {
-            dlb_status::DLB_ERR_OUT_OF_MEMORY
-        }
-        _ if text.contains("unsupported DLPack device")
-            || text.contains("invalid device ordinal") =>
-        {
-            dlb_status::DLB_ERR_UNSUPPORTED_DEVICE
-        }
-        _ if text.contains("unsupported DLPack dtype") => dlb_status::DLB_ERR_UNSUPPORTED_DTYPE,
-        _ if text.contains("is too large") => dlb_status::DLB_ERR_INVALID_ARGUMENT,
-        Error::Buffer(_) => dlb_status::DLB_ERR_INVALID_TENSOR,
-        Error::Value(_) | Error::Index(_) | Error::Type(_) => dlb_status::DLB_ERR_INVALID_ARGUMENT,
-        Error::NotImplemented(_) => dlb_status::DLB_ERR_INVALID_OPERATION,
-        Error::Runtime(_) if text.contains("CUDA error") => dlb_status::DLB_ERR_RUNTIME,
-        Error::Runtime(_) => dlb_status::DLB_ERR_INVALID_OPERATION,
+    use dlb_status::*;
+    match e.kind() {
+        ErrorKind::NoCuda => DLB_ERR_NO_CUDA,
+        ErrorKind::OutOfMemory => DLB_ERR_OUT_OF_MEMORY,
+        ErrorKind::UnsupportedDevice | ErrorKind::InvalidDevice => DLB_ERR_UNSUPPORTED_DEVICE,
+        ErrorKind::UnsupportedDtype => DLB_ERR_UNSUPPORTED_DTYPE,
+        ErrorKind::InvalidTensor => DLB_ERR_INVALID_TENSOR,
+        ErrorKind::TooLarge
+        | ErrorKind::WrongType
+        | ErrorKind::InvalidValue
+        | ErrorKind::IndexOutOfRange => DLB_ERR_INVALID_ARGUMENT,
+        ErrorKind::InvalidOperation | ErrorKind::NotImplemented => DLB_ERR_INVALID_OPERATION,
+        ErrorKind::Driver => DLB_ERR_RUNTIME,
+        // ErrorKind is non_exhaustive for users of the crate, not for us:
+        // a new kind must be mapped here.
     }
 }
 
@@ -118,4 +115,39 @@ pub extern "C" fn dlb_status_name(status: i32) -> *const c_char {
         _ => c"unknown status",
     };
     name.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_follows_the_kind_not_the_message() {
+        use dlb_status::*;
+        let cases = [
+            (ErrorKind::NoCuda, DLB_ERR_NO_CUDA),
+            (ErrorKind::OutOfMemory, DLB_ERR_OUT_OF_MEMORY),
+            (ErrorKind::UnsupportedDevice, DLB_ERR_UNSUPPORTED_DEVICE),
+            (ErrorKind::InvalidDevice, DLB_ERR_UNSUPPORTED_DEVICE),
+            (ErrorKind::UnsupportedDtype, DLB_ERR_UNSUPPORTED_DTYPE),
+            (ErrorKind::InvalidTensor, DLB_ERR_INVALID_TENSOR),
+            (ErrorKind::TooLarge, DLB_ERR_INVALID_ARGUMENT),
+            (ErrorKind::WrongType, DLB_ERR_INVALID_ARGUMENT),
+            (ErrorKind::InvalidValue, DLB_ERR_INVALID_ARGUMENT),
+            (ErrorKind::IndexOutOfRange, DLB_ERR_INVALID_ARGUMENT),
+            (ErrorKind::InvalidOperation, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::NotImplemented, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::Driver, DLB_ERR_RUNTIME),
+        ];
+        for (kind, status) in cases {
+            // A message that names another kind's words changes nothing.
+            let e = Error::new(kind, "CUDA error: out of memory, unsupported DLPack dtype");
+            assert_eq!(status_of(&e), status, "{kind:?}");
+        }
+        assert_eq!(
+            status_of(&Error::no_cuda("cuda:0")),
+            DLB_ERR_NO_CUDA,
+            "the no-CUDA constructor carries its kind"
+        );
+    }
 }

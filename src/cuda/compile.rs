@@ -69,11 +69,11 @@ impl Image {
 }
 
 fn nvrtc_missing() -> Error {
-    Error::Runtime(
+    crate::err!(
+        Driver,
         "NVRTC (libnvrtc.so.13 or libnvrtc.so.12) was not found, so dlbridge cannot compile its CUDA \
          kernels. Install the CUDA toolkit, set CUDA_PATH or CUDA_HOME, install a PyTorch or CuPy CUDA \
          wheel (which ship it under site-packages/nvidia/*/lib), or point DLBRIDGE_NVRTC at the file."
-            .into(),
     )
 }
 
@@ -83,10 +83,11 @@ fn check(r: sys::nvrtcResult, what: &str) -> Result<()> {
     }
     // SAFETY: nvrtcGetErrorString returns a static NUL-terminated string.
     let text = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(r)) };
-    Err(Error::Runtime(format!(
+    Err(crate::err!(
+        Driver,
         "NVRTC error in {what}: {}",
         text.to_string_lossy()
-    )))
+    ))
 }
 
 /// Runs an NVRTC call sequence, turning a panic from a missing symbol
@@ -96,10 +97,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
         return Err(nvrtc_missing());
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(Error::Runtime(
-            "the NVRTC library found lacks a function dlbridge needs (NVRTC 12 or newer is required)"
-                .into(),
-        ))
+        Err(crate::err!(Driver, "the NVRTC library found lacks a function dlbridge needs (NVRTC 12 or newer is required)"))
     })
 }
 
@@ -145,13 +143,14 @@ pub fn target_for(cc: i32) -> Result<String> {
     }
     match archs.iter().copied().filter(|&a| a <= cc).max() {
         Some(a) => Ok(format!("compute_{a}")),
-        None => Err(Error::Runtime(format!(
+        None => Err(crate::err!(
+            Driver,
             "this NVRTC cannot compile for compute capability {}.{} (it supports {:?}); install a \
              CUDA toolkit or wheel that matches the GPU",
             cc / 10,
             cc % 10,
             archs
-        ))),
+        )),
     }
 }
 
@@ -267,11 +266,12 @@ pub fn compile(file: &KernelFile, only: Option<&str>, target: &str) -> Result<Im
             sys::nvrtcCompileProgram(program.0, option_ptrs.len() as c_int, option_ptrs.as_ptr())
         };
         if status != sys::nvrtcResult::NVRTC_SUCCESS {
-            return Err(Error::Runtime(format!(
+            return Err(crate::err!(
+                Driver,
                 "NVRTC could not compile kernels/{} for {target}:\n{}",
                 file.name,
                 program.log()
-            )));
+            ));
         }
         let ptx = target.starts_with("compute_");
         let mut size = 0usize;

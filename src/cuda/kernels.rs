@@ -53,10 +53,11 @@ fn tag(dtype: DType) -> Option<&'static str> {
 
 /// PyTorch's wording for a kernel missing a dtype.
 fn not_implemented(what: &str, dtype: DType) -> Error {
-    Error::NotImplemented(format!(
+    crate::err!(
+        NotImplemented,
         "\"{what}_cuda\" not implemented for '{}'",
         dtype.scalar_type_name()
-    ))
+    )
 }
 
 fn tag_for(what: &str, dtype: DType) -> Result<&'static str> {
@@ -70,7 +71,7 @@ fn dev_ptr(t: &Tensor) -> Result<sys::CUdeviceptr> {
     let align = t.dtype().size().min(8) as u64;
     if t.numel() > 0 && !p.is_multiple_of(align) {
         bail!(
-            Runtime,
+            InvalidOperation,
             "this CUDA tensor's data pointer {p:#x} is not aligned to its {align}-byte elements"
         );
     }

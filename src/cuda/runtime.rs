@@ -25,7 +25,7 @@ pub fn driver_error(e: DriverError, what: &str) -> Error {
         .error_string()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|_| format!("{:?}", e.0));
-    Error::Runtime(format!("CUDA error: {text} ({what})"))
+    crate::err!(Driver, "CUDA error: {text} ({what})")
 }
 
 /// Restores the thread's previous current context when dropped.
@@ -57,7 +57,7 @@ pub struct Gpu {
     pub cc: i32,
     pub sm_count: u32,
     pub total_mem: usize,
-    target: OnceLock<std::result::Result<String, String>>,
+    target: OnceLock<Result<String>>,
     modules: Mutex<HashMap<(&'static str, &'static str), sys::CUmodule>>,
     functions: Mutex<HashMap<String, sys::CUfunction>>,
     pub(super) staging: Mutex<Option<super::transfer::Staging>>,
@@ -124,12 +124,13 @@ fn slot(ordinal: u32) -> Result<(&'static Runtime, &'static OnceLock<Gpu>)> {
     };
     match rt.gpus.get(ordinal as usize) {
         Some(slot) => Ok((rt, slot)),
-        None => Err(Error::Runtime(format!(
+        None => Err(crate::err!(
+            InvalidDevice,
             "CUDA error: invalid device ordinal (cuda:{ordinal} was requested; this machine has {} CUDA \
              device{})",
             rt.gpus.len(),
             if rt.gpus.len() == 1 { "" } else { "s" }
-        ))),
+        )),
     }
 }
 
@@ -277,14 +278,15 @@ impl Gpu {
     fn out_of_memory(&self, bytes: usize) -> Error {
         let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
         let free = cu::mem_get_info().map(|(free, _)| free).unwrap_or(0);
-        Error::Runtime(format!(
+        crate::err!(
+            OutOfMemory,
             "CUDA out of memory. Tried to allocate {:.2} GiB ({bytes} bytes). GPU {} has a total capacity \
              of {:.2} GiB of which {:.2} GiB is free.",
             gib(bytes),
             self.ordinal,
             gib(self.total_mem),
             gib(free)
-        ))
+        )
     }
 
     /// Returns memory from [`Gpu::alloc`], ordered after all work on [`STREAM`].
@@ -305,9 +307,9 @@ impl Gpu {
     /// What NVRTC builds for this device (see [`compile::target_for`]).
     fn target(&self) -> Result<&str> {
         self.target
-            .get_or_init(|| compile::target_for(self.cc).map_err(|e| e.to_string()))
+            .get_or_init(|| compile::target_for(self.cc))
             .as_deref()
-            .map_err(|e| Error::Runtime(e.clone()))
+            .map_err(Error::clone)
     }
 
     /// The kernel `name` from `file` (compiled for dtype `tag` when the file

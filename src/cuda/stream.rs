@@ -3,7 +3,7 @@
 //! dlbridge's stream, so nothing else on the device is held up.
 
 use super::runtime::{STREAM, driver_error, gpu_of};
-use crate::{Device, Error, Result};
+use crate::{Device, Result};
 use cudarc::driver::{result as cu, sys};
 
 /// The DLPack `stream` values a CUDA producer accepts: `None` (meaning 1),
@@ -13,14 +13,15 @@ pub fn check_stream(stream: i64) -> Result<()> {
     match stream {
         -1 | 1 | 2 => Ok(()),
         s if s > 2 => Ok(()),
-        0 => Err(Error::Value(
+        0 => Err(crate::err!(
+            InvalidValue,
             "stream=0 is ambiguous for CUDA and not allowed by the DLPack protocol; use 1 for the legacy \
              default stream, 2 for the per-thread default stream, or -1 for no synchronization"
-                .into(),
         )),
-        s => Err(Error::Value(format!(
+        s => Err(crate::err!(
+            InvalidValue,
             "invalid stream {s} for a CUDA tensor: expected None, -1, 1, 2 or a cudaStream_t"
-        ))),
+        )),
     }
 }
 

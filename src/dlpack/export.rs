@@ -7,7 +7,7 @@
 //! some owner (a tensor, an array, a capsule, a peer tensor) still needs it.
 
 use crate::storage::Storage;
-use crate::{Error, Result, Tensor};
+use crate::{Result, Tensor};
 use dlpark::DlpackFlags;
 use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use std::ffi::c_void;
@@ -111,12 +111,10 @@ fn finish<H>(
 /// and the dims it will point into.
 fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
     let strides = t.layout().element_strides(t.dtype().size()).ok_or_else(|| {
-        Error::Buffer(format!(
-            "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item size \
+        crate::err!(InvalidTensor, "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item size \
              through DLPack (strides count whole elements); call .contiguous() first",
             t.layout().strides,
-            t.dtype().size()
-        ))
+            t.dtype().size())
     })?;
     let ndim = t.ndim();
     let values = t
@@ -191,10 +189,10 @@ pub fn export_versioned(
 /// (NumPy does the same).
 pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
     if t.is_read_only() {
-        return Err(Error::Buffer(
+        return Err(crate::err!(
+            InvalidTensor,
             "cannot export a read-only tensor as a legacy DLPack capsule, which cannot say it is \
              read-only; ask for a versioned one (max_version=(1, 0) or newer) or clone() it"
-                .into(),
         ));
     }
     let (dl_tensor, dims) = describe(t)?;
@@ -257,10 +255,13 @@ mod tests {
             strides: vec![6],
             offset: 0,
         });
-        assert!(matches!(
-            export_versioned(&odd, ExportOptions::default()),
-            Err(Error::Buffer(_))
-        ));
+        assert!(
+            export_versioned(&odd, ExportOptions::default())
+                .err()
+                .unwrap()
+                .kind()
+                == crate::ErrorKind::InvalidTensor
+        );
         let raw = export_legacy(&t).unwrap();
         // SAFETY: we own the export and call its deleter once.
         unsafe { ((*raw).deleter.unwrap())(raw) };

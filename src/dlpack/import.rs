@@ -8,7 +8,7 @@
 
 use crate::layout::foreign_layout;
 use crate::storage::{Owner, Storage};
-use crate::{DType, Device, Error, Result, Tensor};
+use crate::{DType, Device, Result, Tensor};
 use dlpark::{DlpackFlags, Managed, ManagedTensorBase};
 use std::sync::Arc;
 
@@ -25,34 +25,42 @@ pub fn import_versioned_or_legacy<M: ManagedTensorBase>(managed: Managed<M>) -> 
 /// As [`import_versioned_or_legacy`], with the read-only decision made by the caller
 /// (e.g. for producers whose arrays are immutable but cannot say so).
 pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -> Result<Tensor> {
-    let invalid = |e: dlpark::tensor::Error| Error::Buffer(format!("invalid DLPack tensor: {e}"));
+    let invalid =
+        |e: dlpark::tensor::Error| crate::err!(InvalidTensor, "invalid DLPack tensor: {e}");
     // The rank bounds how much of `shape`/`strides` validation reads, so it
     // is checked before anything else is read.
     // SAFETY: reads one plain field of the producer's descriptor.
     let ndim = unsafe { managed.tensor() }.ndim;
     if !(0..=MAX_NDIM as i32).contains(&ndim) {
-        return Err(Error::Buffer(format!(
+        return Err(crate::err!(
+            InvalidTensor,
             "invalid DLPack tensor: ndim {ndim} is outside 0..={MAX_NDIM}"
-        )));
+        ));
     }
     let view = managed.validate().map_err(invalid)?;
     let dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;
     if view.byte_offset() % itemsize as u64 != 0 {
-        return Err(Error::Buffer(format!(
+        return Err(crate::err!(
+            InvalidTensor,
             "invalid DLPack tensor: byte_offset {} is not a multiple of the {itemsize}-byte item size",
             view.byte_offset()
-        )));
+        ));
     }
-    let too_big =
-        || Error::Buffer("invalid DLPack tensor: strides overflow the address space".into());
+    let too_big = || {
+        crate::err!(
+            InvalidTensor,
+            "invalid DLPack tensor: strides overflow the address space"
+        )
+    };
     let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
     let strides = view.strides_or_compact().map_err(invalid)?;
     let (layout, len) = foreign_layout(shape, &strides, dtype.size()).ok_or_else(too_big)?;
     if view.data_ptr().is_null() && layout.numel() > 0 {
-        return Err(Error::Buffer(
-            "invalid DLPack tensor: the data pointer is NULL but the tensor has elements".into(),
+        return Err(crate::err!(
+            InvalidTensor,
+            "invalid DLPack tensor: the data pointer is NULL but the tensor has elements"
         ));
     }
     let first = (view.data_ptr() as usize)

@@ -1,19 +1,20 @@
 //! Core errors become the Python exceptions PyTorch raises for the same mistake.
 
-use crate::Error;
+use crate::{Error, PythonClass};
 use pyo3::PyErr;
 use pyo3::exceptions::{
     PyBufferError, PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
 };
 
 pub(crate) fn to_py(e: Error) -> PyErr {
-    match e {
-        Error::Runtime(m) => PyRuntimeError::new_err(m),
-        Error::Type(m) => PyTypeError::new_err(m),
-        Error::Value(m) => PyValueError::new_err(m),
-        Error::Index(m) => PyIndexError::new_err(m),
-        Error::Buffer(m) => PyBufferError::new_err(m),
-        Error::NotImplemented(m) => PyNotImplementedError::new_err(m),
+    let message = e.message().to_owned();
+    match e.kind().python_class() {
+        PythonClass::RuntimeError => PyRuntimeError::new_err(message),
+        PythonClass::TypeError => PyTypeError::new_err(message),
+        PythonClass::ValueError => PyValueError::new_err(message),
+        PythonClass::IndexError => PyIndexError::new_err(message),
+        PythonClass::BufferError => PyBufferError::new_err(message),
+        PythonClass::NotImplementedError => PyNotImplementedError::new_err(message),
     }
 }
 

@@ -184,13 +184,13 @@ unsafe extern "C" fn allocator(
     };
     let made = std::panic::catch_unwind(|| -> crate::Result<*mut DLManagedTensorVersioned> {
         if prototype.is_null() || out.is_null() {
-            crate::bail!(Value, "NULL prototype or out pointer");
+            crate::bail!(InvalidValue, "NULL prototype or out pointer");
         }
         // SAFETY: a DLTensor the caller owns; only dtype, ndim, shape and device are read.
         let p = unsafe { &*prototype };
         if p.ndim < 0 || (p.ndim > 0 && p.shape.is_null()) {
             crate::bail!(
-                Value,
+                InvalidValue,
                 "prototype has ndim {} and shape {:?}",
                 p.ndim,
                 p.shape
@@ -201,7 +201,7 @@ unsafe extern "C" fn allocator(
         let shape = raw
             .iter()
             .map(|&n| {
-                usize::try_from(n).map_err(|_| crate::Error::Value(format!("negative size {n}")))
+                usize::try_from(n).map_err(|_| crate::err!(InvalidValue, "negative size {n}"))
             })
             .collect::<crate::Result<Vec<usize>>>()?;
         let dtype = DType::from_dlpack(p.dtype)?;

@@ -32,9 +32,10 @@ unsafe impl Send for HostBuffer {}
 unsafe impl Sync for HostBuffer {}
 
 fn out_of_memory(len: usize) -> Error {
-    Error::Runtime(format!(
+    crate::err!(
+        OutOfMemory,
         "DefaultCPUAllocator: not enough memory: you tried to allocate {len} bytes."
-    ))
+    )
 }
 
 impl HostBuffer {
