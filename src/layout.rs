@@ -58,45 +58,6 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
         })
 }
 
-/// The layout of memory another library owns (a DLPack import, a C host
-/// buffer), from strides in elements, with every product and sum checked:
-/// its offset is the number of bytes below the first element (negative
-/// strides reach there), and the second value is the byte length all
-/// elements span. `None` when any of it overflows.
-pub fn foreign_layout(
-    shape: Vec<usize>,
-    element_strides: &[i64],
-    itemsize: usize,
-) -> Option<(Layout, usize)> {
-    let strides = element_strides
-        .iter()
-        .map(|&s| isize::try_from(s.checked_mul(itemsize as i64)?).ok())
-        .collect::<Option<Vec<isize>>>()?;
-    let (mut lo, mut hi) = (0isize, itemsize as isize);
-    if shape.contains(&0) {
-        hi = 0;
-    } else {
-        for (&n, &s) in shape.iter().zip(&strides) {
-            let span = isize::try_from(n).ok()?.checked_sub(1)?.checked_mul(s)?;
-            if span < 0 {
-                lo = lo.checked_add(span)?
-            } else {
-                hi = hi.checked_add(span)?
-            }
-        }
-    }
-    let below = lo.checked_neg()? as usize;
-    let len = hi.checked_sub(lo)? as usize;
-    Some((
-        Layout {
-            shape,
-            strides,
-            offset: below,
-        },
-        len,
-    ))
-}
-
 impl Layout {
     pub fn contiguous(shape: Vec<usize>, itemsize: usize) -> Layout {
         let strides = contiguous_strides(&shape, itemsize);
@@ -426,18 +387,5 @@ mod tests {
             offset: 16,
         };
         assert_eq!(ok.element_strides(8), Some(vec![-1, 0]));
-    }
-
-    #[test]
-    fn foreign_layouts_reach_below_and_refuse_overflow() {
-        // Negative strides: the first element sits 3 * 4 bytes above the start.
-        let (l, len) = foreign_layout(vec![2, 4], &[4, -1], 4).unwrap();
-        assert_eq!((l.strides.clone(), l.offset, len), (vec![16, -4], 12, 32));
-        let (empty, len) = foreign_layout(vec![0, 3], &[-5, 1], 8).unwrap();
-        assert_eq!((empty.offset, len), (0, 0));
-        // Exactly 2^63 bytes below the first element: the offset cannot be represented.
-        assert!(foreign_layout(vec![5], &[-(1 << 61)], 1).is_none());
-        assert!(foreign_layout(vec![2], &[i64::MIN], 1).is_none());
-        assert!(foreign_layout(vec![3], &[1 << 62], 8).is_none());
     }
 }

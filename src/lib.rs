@@ -19,6 +19,7 @@ pub mod dlpack;
 mod dtype;
 mod element;
 mod error;
+mod foreign;
 mod layout;
 pub mod ops;
 #[cfg(any(feature = "python", feature = "capi", test))]

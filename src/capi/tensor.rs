@@ -2,13 +2,14 @@
 
 use super::error::{core, dlb_status, fail, guard};
 use crate::dlpack::{ExportOptions, borrowed_view, export_versioned, import::import_with};
-use crate::layout::{checked_numel, foreign_layout};
-use crate::storage::{Owner, Storage};
+use crate::foreign::{ForeignTensor, byte_strides};
+use crate::layout::checked_numel;
+use crate::storage::Owner;
 use crate::{DType, Device, Tensor};
 use dlpark::ffi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use dlpark::{DlpackFlags, Managed};
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// An owned dlbridge tensor. Opaque to C: create it with `dlb_import_*`,
 /// `dlb_empty`, `dlb_zeros`, `dlb_from_host_buffer` or an operation, and
@@ -309,13 +310,6 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
         need_out(out)?;
         let dims = read_shape(ndim, shape)?;
         let dt = DType::from_dlpack(dtype).map_err(core)?;
-        let numel: usize = dims.iter().product();
-        if data.is_null() && numel > 0 {
-            return Err(fail(
-                dlb_status::DLB_ERR_INVALID_TENSOR,
-                "data is NULL but the shape has elements",
-            ));
-        }
         let element_strides: Vec<i64> = if strides.is_null() {
             crate::layout::contiguous_strides(&dims, 1)
                 .iter()
@@ -325,33 +319,28 @@ pub unsafe extern "C" fn dlb_from_host_buffer(
             // SAFETY: strides points to ndim readable values.
             unsafe { crate::raw::c_array(strides, dims.len()) }.to_vec()
         };
-        let overflow = || {
+        let byte_strides = byte_strides(&element_strides, dt.size()).ok_or_else(|| {
             fail(
                 dlb_status::DLB_ERR_INVALID_TENSOR,
                 "strides overflow the address space",
             )
-        };
-        let (layout, len) =
-            foreign_layout(dims, &element_strides, dt.size()).ok_or_else(overflow)?;
-        let start = (data as usize)
-            .checked_sub(layout.offset)
-            .ok_or_else(overflow)?;
+        })?;
+        let checked = ForeignTensor {
+            data: data.cast(),
+            shape: dims,
+            byte_strides,
+            dtype: dt,
+            device: Device::CPU,
+            read_only: false,
+        }
+        .check()
+        .map_err(core)?;
         // The owner (which calls free_fn when dropped) is made only once
         // nothing can fail any more: a failed call must take nothing.
-        let owner = HostOwner { free_fn, ctx };
+        let owner = Owner::External(Box::new(HostOwner { free_fn, ctx }));
         // SAFETY: the caller promises data covers every element of this
         // layout until free_fn is called, which the owner does on drop.
-        let storage = unsafe {
-            Storage::from_raw(
-                start as *mut u8,
-                len,
-                Device::CPU,
-                false,
-                Owner::External(Box::new(owner)),
-            )
-        };
-        // Cannot fail: the storage spans exactly the layout's extent.
-        let t = Tensor::from_parts(Arc::new(storage), layout, dt).map_err(core)?;
+        let t = unsafe { checked.wrap(owner) };
         put(out, t);
         Ok(())
     })

@@ -6,11 +6,10 @@
 //! (dtype, device, rank). On any failure the managed tensor is dropped, which
 //! calls the producer's deleter exactly once.
 
-use crate::layout::foreign_layout;
-use crate::storage::{Owner, Storage};
-use crate::{DType, Device, Result, Tensor};
+use crate::foreign::{ForeignTensor, byte_strides};
+use crate::storage::Owner;
+use crate::{DType, Device, Error, Result, Tensor, err};
 use dlpark::{DlpackFlags, Managed, ManagedTensorBase};
-use std::sync::Arc;
 
 /// The most dimensions dlbridge accepts from a foreign tensor.
 pub const MAX_NDIM: usize = 64;
@@ -25,14 +24,13 @@ pub fn import_versioned_or_legacy<M: ManagedTensorBase>(managed: Managed<M>) -> 
 /// As [`import_versioned_or_legacy`], with the read-only decision made by the caller
 /// (e.g. for producers whose arrays are immutable but cannot say so).
 pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -> Result<Tensor> {
-    let invalid =
-        |e: dlpark::tensor::Error| crate::err!(InvalidTensor, "invalid DLPack tensor: {e}");
+    let invalid = |e: dlpark::tensor::Error| err!(InvalidTensor, "invalid DLPack tensor: {e}");
     // The rank bounds how much of `shape`/`strides` validation reads, so it
     // is checked before anything else is read.
     // SAFETY: reads one plain field of the producer's descriptor.
     let ndim = unsafe { managed.tensor() }.ndim;
     if !(0..=MAX_NDIM as i32).contains(&ndim) {
-        return Err(crate::err!(
+        return Err(err!(
             InvalidTensor,
             "invalid DLPack tensor: ndim {ndim} is outside 0..={MAX_NDIM}"
         ));
@@ -42,35 +40,40 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;
     if view.byte_offset() % itemsize as u64 != 0 {
-        return Err(crate::err!(
+        return Err(err!(
             InvalidTensor,
             "invalid DLPack tensor: byte_offset {} is not a multiple of the {itemsize}-byte item size",
             view.byte_offset()
         ));
     }
-    let too_big = || {
-        crate::err!(
+    let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
+    let strides = view.strides_or_compact().map_err(invalid)?;
+    let invalid_extent = || {
+        err!(
             InvalidTensor,
             "invalid DLPack tensor: strides overflow the address space"
         )
     };
-    let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
-    let strides = view.strides_or_compact().map_err(invalid)?;
-    let (layout, len) = foreign_layout(shape, &strides, dtype.size()).ok_or_else(too_big)?;
-    if view.data_ptr().is_null() && layout.numel() > 0 {
-        return Err(crate::err!(
-            InvalidTensor,
-            "invalid DLPack tensor: the data pointer is NULL but the tensor has elements"
-        ));
+    let byte_strides = byte_strides(&strides, dtype.size()).ok_or_else(invalid_extent)?;
+    // A NULL base stays NULL, so that the check below refuses it with elements.
+    let base = view.data_ptr().cast::<u8>().cast_mut();
+    let first = match usize::try_from(view.byte_offset()) {
+        _ if base.is_null() => base,
+        Ok(offset) if (base as usize).checked_add(offset).is_some() => base.wrapping_add(offset),
+        _ => return Err(invalid_extent()),
+    };
+    let checked = ForeignTensor {
+        data: first,
+        shape,
+        byte_strides,
+        dtype,
+        device,
+        read_only,
     }
-    let first = (view.data_ptr() as usize)
-        .checked_add(usize::try_from(view.byte_offset()).map_err(|_| too_big())?)
-        .ok_or_else(too_big)?;
-    let start = first.checked_sub(layout.offset).ok_or_else(too_big)?;
-    let owner = Owner::DlPack(managed.into_deleter());
+    .check()
+    .map_err(|e| Error::new(e.kind(), format!("invalid DLPack tensor: {e}")))?;
     // SAFETY: the producer guarantees its elements are valid memory while the
-    // managed tensor lives; `owner` keeps it alive and the extent covers every
-    // element (computed with overflow checks above).
-    let storage = unsafe { Storage::from_raw(start as *mut u8, len, device, read_only, owner) };
-    Tensor::from_parts(Arc::new(storage), layout, dtype)
+    // managed tensor lives, and the owner keeps it alive (its deleter runs
+    // when the owner drops, or right here on any error above).
+    Ok(unsafe { checked.wrap(Owner::DlPack(managed.into_deleter())) })
 }

@@ -5,15 +5,15 @@
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::foreign::ForeignTensor;
 use crate::raw::c_array;
-use crate::storage::{Owner, Storage};
-use crate::{DType, Device, Layout, Tensor};
+use crate::storage::Owner;
+use crate::{DType, Device, Tensor};
 use numpy::npyffi::{NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API, PyArrayObject};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use std::sync::Arc;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)
@@ -121,30 +121,20 @@ pub(crate) fn tensor_from_ndarray(ob: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             c_array(strides, nd).to_vec(),
         )
     };
-    let layout = Layout {
+    let checked = ForeignTensor {
+        data: data.cast::<u8>(),
         shape,
-        strides: byte_strides,
-        offset: 0,
-    };
-    let (lo, hi) = layout.byte_extent(dtype.size());
-    let layout = Layout {
-        offset: (-lo) as usize,
-        ..layout
-    };
-    let read_only = flags & NPY_ARRAY_WRITEABLE == 0;
+        byte_strides,
+        dtype,
+        device: Device::CPU,
+        read_only: flags & NPY_ARRAY_WRITEABLE == 0,
+    }
+    .check()
+    .py()?;
     let owner = Owner::External(Box::new(PyOwner(Some(ob.clone().unbind()))));
-    // SAFETY: NumPy guarantees every element of the array lies in
-    // data+lo..data+hi; the owner holds the array (and so its buffer) alive.
-    let storage = unsafe {
-        Storage::from_raw(
-            data.cast::<u8>().wrapping_offset(lo),
-            (hi - lo) as usize,
-            Device::CPU,
-            read_only,
-            owner,
-        )
-    };
-    Tensor::from_parts(Arc::new(storage), layout, dtype).py()
+    // SAFETY: NumPy guarantees every element of the array lies in memory
+    // that stays valid while the array lives, and the owner holds the array.
+    Ok(unsafe { checked.wrap(owner) })
 }
 
 /// `from_numpy(ndarray)`: a tensor sharing the array's memory, dtype kept.
