@@ -16,6 +16,7 @@ printed, so a failure report shows it.
 # GPU's memory at start-up (the out-of-memory, pool and large-array tests need it).
 import ctypes
 import operator
+import os
 import zlib
 from types import SimpleNamespace
 
