@@ -91,6 +91,11 @@ def ptr(a):
     return a.__array_interface__["data"][0]
 
 
+def is_capsule(c, name):
+    """c is a PyCapsule named `name` (e.g. "dltensor", "dltensor_versioned")."""
+    return type(c).__name__ == "PyCapsule" and f'"{name}"' in repr(c)
+
+
 def collect():
     for _ in range(2):
         gc.collect()

@@ -1,5 +1,6 @@
 """The DLPack 1.3 ABI as ctypes structures, for tests that build or read
-managed tensors and exchange tables by hand (one definition for all of them)."""
+managed tensors and exchange tables by hand (one definition for all of them),
+and the capsule accessor that reaches them."""
 
 import ctypes
 
@@ -26,6 +27,9 @@ class DLManagedTensor(ctypes.Structure):
     pass
 
 
+# DLManagedTensorVersioned.flags
+READ_ONLY, IS_COPIED = 1, 2
+
 VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
 LEGACY_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 DLManagedTensorVersioned._fields_ = [
@@ -49,3 +53,9 @@ class ExchangeAPI(ctypes.Structure):
                 ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
                 ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
                 ("dltensor_from_py_object_no_sync", ctypes.c_void_p), ("current_work_stream", ctypes.c_void_p)]
+
+
+# PyCapsule_GetPointer(capsule, name) as an address, with a private prototype so that the
+# shared ctypes.pythonapi function keeps its settings. A wrong name raises ValueError.
+capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dlpack_abi import ExchangeAPI
+from dlpack_abi import ExchangeAPI, capsule_pointer
 
 ROOT = Path(__file__).resolve().parents[2]
 C_DIR = ROOT / "tests" / "c"
@@ -179,9 +179,7 @@ def test_c_abi_from_cpp(capi_lib, build_dir):
 # called with the GIL held (PYFUNCTYPE keeps it and raises the Python error a failure sets).
 _FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))
 
-# Private prototypes, so that the shared ctypes.pythonapi functions keep their settings.
-_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
+# A private prototype, so that the shared ctypes.pythonapi function keeps its settings.
 _capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_SetName", ctypes.pythonapi))
 
@@ -205,7 +203,7 @@ def torch_edit(capi_lib, build_dir):
 def _hand_over(capsule):
     """The DLManagedTensorVersioned* of a `__dlpack__` capsule, whose ownership moves to C
     (the capsule is renamed "used_dltensor_versioned", so its destructor leaves it alone)."""
-    ptr = _capsule_get_pointer(capsule, b"dltensor_versioned")
+    ptr = capsule_pointer(capsule, b"dltensor_versioned")
     assert ptr
     assert _capsule_set_name(capsule, b"used_dltensor_versioned") == 0
     return ptr
@@ -253,7 +251,7 @@ def test_c_consumer_edits_torch_tensor_through_exchange_api(torch_edit):
     api_capsule = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
     if api_capsule is None:
         pytest.skip("this torch has no DLPack C exchange API (torch.Tensor.__dlpack_c_exchange_api__)")
-    table = _capsule_get_pointer(api_capsule, b"dlpack_exchange_api")
+    table = capsule_pointer(api_capsule, b"dlpack_exchange_api")
     assert table
     api = ExchangeAPI.from_address(table)
     assert api.header.major == 1

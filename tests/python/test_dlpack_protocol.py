@@ -5,11 +5,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import DTYPE_NAMES, NO_CUDA, collect, ptr, sample
-
-
-def is_capsule(c, name):
-    return type(c).__name__ == "PyCapsule" and f'"{name}"' in repr(c)
+from conftest import DTYPE_NAMES, NO_CUDA, collect, is_capsule, ptr, sample
 
 
 # --------------------------------------------------------------------------- from_dlpack sources

@@ -19,7 +19,7 @@ import torch
 
 import dlbridge as db
 from dlpack_abi import (VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor,
-                        ExchangeAPI, ExchangeAPIHeader)
+                        ExchangeAPI, ExchangeAPIHeader, capsule_pointer)
 
 counts = db._core.exchange_api_counts
 
@@ -38,12 +38,8 @@ DLTENSOR_FROM_PY = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POIN
 STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
 
 
-ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
-ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
 def table_pointer(tp):
-    return ctypes.pythonapi.PyCapsule_GetPointer(tp.__dlpack_c_exchange_api__, b"dlpack_exchange_api")
+    return capsule_pointer(tp.__dlpack_c_exchange_api__, b"dlpack_exchange_api")
 
 
 def table(tp):
