@@ -3,7 +3,7 @@ checked against NumPy: arithmetic and its wrap-around, bool rules, every cast
 pair, 16-byte and scalar paths and their tails, strided and broadcast
 indexing, fills, sums and rand. This needs no GPU; the same sources also go
 through NVRTC in test_cuda_nogpu.py, and run on a real device in
-test_cuda_gpu.py.
+gpu/test_kernels.py.
 
 Each kernel call runs one CUDA thread (grid-stride loops let one thread do
 everything); several tests also split the work over emulated blocks and
