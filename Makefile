@@ -1,12 +1,13 @@
 # dlbridge: `make demo` and `make test` do all the set-up on a fresh machine
 # (a virtualenv with the peers, a release build of the extension) first.
+# `make help` lists the targets; `make` alone only sets up the virtualenv.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
+.PHONY: help demo test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,20 +19,23 @@ $(STAMP): requirements-dev.txt
 build: $(STAMP)
 	$(VENV)/bin/maturin develop --release -q
 
-## demo: the seeds' flows and a zero-copy round trip with every installed framework
+## demo: the tutorials' flows and a zero-copy round trip with every installed framework
 demo: build
 	$(PY) python/demo.py
 
-## test: every test (Rust unit tests, Miri, bounded fuzz runs, pytest against
-## real NumPy, PyTorch and JAX, then pytest again under AddressSanitizer)
+## test: every test: Rust tests, Miri, bounded fuzz runs, pytest, pytest under ASan
+# (pytest runs against real NumPy, PyTorch and JAX), then a quick benchmark run
 test: build test-rust test-miri fuzz test-python test-asan
 	$(PY) bench/bench_core.py --quick > /dev/null
+
+## check: the fast subset of `make test`: build, cargo test, pytest (no Miri, fuzz or ASan)
+check: build test-rust test-python
 
 TOOLS_STAMP := target/.tools-installed-2
 FUZZ_SECONDS ?= 120
 
-## tools: the nightly toolchain with Miri and clippy, and cargo-fuzz (for
-## test-miri, fuzz, test-asan and the fuzz crate's lint)
+## tools: install the nightly toolchain with Miri and clippy, and cargo-fuzz
+# (for test-miri, fuzz, test-asan and the fuzz crate's lint)
 tools: $(TOOLS_STAMP)
 $(TOOLS_STAMP):
 	rustup toolchain install nightly --profile minimal --component miri,rust-src,clippy
@@ -50,11 +54,12 @@ FUZZ_ENV = PYO3_PYTHON=$(abspath $(PY)) \
   LD_LIBRARY_PATH=$(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))') \
   PYTHONPATH=$(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-## fuzz: foreign-tensor validation and import, through the C ABI (target
-## `import`) and through a DLPack capsule into from_dlpack (target `capsule`),
-## each from the checked-in corpus for FUZZ_SECONDS (longer: make fuzz FUZZ_SECONDS=3600).
-## LeakSanitizer is off for `capsule` (it cannot tell dlbridge's leaks from
-## Python's start-up allocations); that target checks dlbridge's live storages.
+## fuzz: both fuzz targets for FUZZ_SECONDS each (longer: make fuzz FUZZ_SECONDS=3600)
+# Foreign-tensor validation and import, through the C ABI (target `import`) and
+# through a DLPack capsule into from_dlpack (target `capsule`), each from the
+# checked-in corpus. LeakSanitizer is off for `capsule` (it cannot tell
+# dlbridge's leaks from Python's start-up allocations); that target checks
+# dlbridge's live storages.
 fuzz: tools $(STAMP)
 	rm -rf target/fuzz-new && mkdir -p target/fuzz-new/import target/fuzz-new/capsule
 	cd fuzz && $(FUZZ_ENV) cargo +nightly fuzz run import ../target/fuzz-new/import corpus/import -- \
@@ -62,15 +67,17 @@ fuzz: tools $(STAMP)
 	cd fuzz && $(FUZZ_ENV) ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run capsule ../target/fuzz-new/capsule corpus/capsule corpus/import -- \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
+## test-rust: cargo test, and the check that include/dlbridge.h matches src/capi/
 test-rust:
 	cargo test
 	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
 
+## test-python: pytest on tests/python (the C ABI suite included)
 test-python: build
 	$(PY) -m pytest tests/python -q -ra
 
-## test-asan: the Python suite against an AddressSanitizer build of the
-## extension (nightly -Zsanitizer=address; see tests/asan/python_suite.sh)
+## test-asan: the Python suite against an AddressSanitizer build of the extension
+# (nightly -Zsanitizer=address; see tests/asan/python_suite.sh)
 test-asan: tools $(STAMP)
 	PY=$(PY) tests/asan/python_suite.sh -q -ra
 
@@ -87,6 +94,7 @@ bench-capi:
 	   -ldl -lgcc_s -lutil -lrt -lpthread -lm -o target/cbench/bench_capi
 	target/cbench/bench_capi
 
+## lint: cargo fmt --check and clippy for every feature set (and the fuzz crate)
 lint: tools $(STAMP)
 	cargo fmt --all -- --check
 	cd fuzz && cargo fmt -- --check && $(FUZZ_ENV) cargo +nightly clippy --bins -- -D warnings
@@ -95,5 +103,11 @@ lint: tools $(STAMP)
 	cargo clippy --no-default-features --features python -- -D warnings
 	cargo clippy --features capi --all-targets -- -D warnings
 
+## clean: remove target/ and the virtualenv
 clean:
 	rm -rf target $(VENV)
+
+## help: list the targets with what each does
+help:
+	@awk '/^## [a-z-]+: / { sub(/^## /, ""); i = index($$0, ": "); \
+	  printf "  %-12s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(firstword $(MAKEFILE_LIST))
