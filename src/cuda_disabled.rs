@@ -1,78 +1,88 @@
 //! Stand-in for the CUDA backend when dlbridge is built without the `cuda`
-//! feature: the same functions, each saying CUDA is not available.
+//! feature: the same [`Backend`] and [`Accelerator`] contract as
+//! `cuda/backend.rs` (the compiler checks both against the traits), each
+//! request saying that CUDA is not available.
 
-use crate::cpu::BinaryOp;
+use crate::backend::{Accelerator, Backend, BinaryOp, ReduceOp, Rhs, UnaryOp};
 use crate::storage::Storage;
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
+
+/// CUDA, as a build without it sees it.
+pub struct Cuda;
 
 fn off<T>(device: Device) -> Result<T> {
     Err(Error::no_cuda(device))
 }
 
-pub fn is_available() -> bool {
-    false
-}
-pub fn device_count() -> usize {
-    0
-}
-pub fn unavailable_reason() -> Option<String> {
-    Some("dlbridge was built without its CUDA backend (cargo feature `cuda`)".into())
-}
-pub fn synchronize(device: Option<u32>) -> Result<()> {
-    off(Device::cuda(device))
-}
-pub fn empty_cache() -> Result<()> {
-    off(Device::cuda(None))
-}
-pub fn device_name(index: u32) -> Result<String> {
-    off(Device::cuda(Some(index)))
-}
-pub fn capability(index: u32) -> Result<(i32, i32)> {
-    off(Device::cuda(Some(index)))
-}
-pub fn resolve(device: Device) -> Result<Device> {
-    if device.is_cpu() {
-        Ok(Device::CPU)
-    } else {
+impl Backend for Cuda {
+    fn allocate(&self, device: Device, _bytes: usize, _zeroed: bool) -> Result<Storage> {
         off(device)
     }
+    fn copy(&self, dst: &Tensor, _src: &Tensor) -> Result<()> {
+        off(dst.device())
+    }
+    fn fill(&self, dst: &Tensor, _value: Scalar) -> Result<()> {
+        off(dst.device())
+    }
+    fn binary(&self, out: &Tensor, _lhs: &Tensor, _rhs: Rhs, _op: BinaryOp) -> Result<()> {
+        off(out.device())
+    }
+    fn unary(&self, out: &Tensor, _src: &Tensor, _op: UnaryOp) -> Result<()> {
+        off(out.device())
+    }
+    fn reduce(&self, src: &Tensor, _op: ReduceOp, _out_dtype: DType) -> Result<Tensor> {
+        off(src.device())
+    }
+    fn random(&self, dst: &Tensor) -> Result<()> {
+        off(dst.device())
+    }
+    fn transfer(&self, src: &Tensor, target: Device) -> Result<Tensor> {
+        off(if target.is_cpu() {
+            src.device()
+        } else {
+            target
+        })
+    }
 }
-pub fn check_stream(_stream: i64) -> Result<()> {
-    Ok(())
+
+impl Accelerator for Cuda {
+    fn is_available(&self) -> bool {
+        false
+    }
+    fn device_count(&self) -> usize {
+        0
+    }
+    fn unavailable_reason(&self) -> Option<String> {
+        Some("dlbridge was built without its CUDA backend (cargo feature `cuda`)".into())
+    }
+    fn resolve(&self, device: Device) -> Result<Device> {
+        if device.is_cpu() {
+            Ok(Device::CPU)
+        } else {
+            off(device)
+        }
+    }
+    fn synchronize(&self, index: Option<u32>) -> Result<()> {
+        off(Device::cuda(index))
+    }
+    fn empty_cache(&self) -> Result<()> {
+        off(Device::cuda(None))
+    }
+    fn device_name(&self, index: u32) -> Result<String> {
+        off(Device::cuda(Some(index)))
+    }
+    fn capability(&self, index: u32) -> Result<(i32, i32)> {
+        off(Device::cuda(Some(index)))
+    }
+    fn check_stream(&self, _stream: i64) -> Result<()> {
+        Ok(())
+    }
+    fn order_before_consumer(&self, device: Device, _stream: i64) -> Result<()> {
+        off(device)
+    }
+    fn wait_for_producer(&self, device: Device, _stream: i64) -> Result<()> {
+        off(device)
+    }
+    fn before_foreign_release(&self, _device: Device) {}
+    fn add_library_roots(&self, _roots: Vec<std::path::PathBuf>) {}
 }
-pub fn order_before_consumer(device: Device, _stream: i64) -> Result<()> {
-    off(device)
-}
-pub fn wait_for_producer(device: Device, _stream: i64) -> Result<()> {
-    off(device)
-}
-pub fn new_storage(device: Device, _bytes: usize, _zeroed: bool) -> Result<Storage> {
-    off(device)
-}
-pub(crate) fn before_foreign_release(_device: Device) {}
-pub(crate) fn to_device(t: &Tensor, target: Device) -> Result<Tensor> {
-    off(if target.is_cpu() { t.device() } else { target })
-}
-pub(crate) fn binary(
-    out: &Tensor,
-    _a: &Tensor,
-    _b: Option<&Tensor>,
-    _s: Scalar,
-    _left: bool,
-    _op: BinaryOp,
-) -> Result<()> {
-    off(out.device())
-}
-pub(crate) fn copy_into(dst: &Tensor, _src: &Tensor) -> Result<()> {
-    off(dst.device())
-}
-pub(crate) fn fill(dst: &Tensor, _value: Scalar) -> Result<()> {
-    off(dst.device())
-}
-pub(crate) fn sum(src: &Tensor, _dtype: DType, _scale: f64) -> Result<Tensor> {
-    off(src.device())
-}
-pub(crate) fn rand(t: &Tensor) -> Result<()> {
-    off(t.device())
-}
-pub fn add_package_roots(_roots: impl IntoIterator<Item = std::path::PathBuf>) {}

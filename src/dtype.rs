@@ -211,6 +211,15 @@ impl DType {
         }
     }
 
+    /// The type arithmetic on this dtype computes in, as PyTorch's kernels
+    /// do: float16 and bfloat16 compute in float32 and round once at the end.
+    pub fn compute_dtype(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            other => other,
+        }
+    }
+
     /// The complex type whose components have this floating type's precision.
     fn to_complex(self) -> DType {
         match self {

@@ -5,6 +5,7 @@
 //! knows nothing of Python; `python/` binds it, `dlpack/` moves it across
 //! the DLPack ABI, and `cpu/` computes on host memory.
 
+pub mod backend;
 #[cfg(feature = "capi")]
 #[allow(non_camel_case_types)]
 pub mod capi;
@@ -34,7 +35,8 @@ mod views;
 #[doc(hidden)] // public only so that fuzz/ can embed the module (`python::_core`)
 pub mod python;
 
-pub use cpu::{BinaryOp, manual_seed};
+pub use backend::{Accelerator, BinaryOp};
+pub use cpu::manual_seed;
 pub use device::{Device, DeviceKind};
 pub use dtype::{Category, DType};
 pub use element::Element;

@@ -1,6 +1,6 @@
 //! Arithmetic with PyTorch's type promotion, broadcasting and in-place rules.
 
-use crate::cpu::{self, BinaryOp};
+use crate::backend::{self, BinaryOp, ReduceOp, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
 use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 
@@ -88,20 +88,6 @@ fn lift_cpu_scalar(t: &Tensor, other: &Operand) -> Result<Option<Tensor>> {
     }
 }
 
-/// The operand as a tensor of `dtype` that the typed loops can read.
-fn as_tensor(op: Operand, dtype: DType, device: Device) -> Result<Tensor> {
-    match op {
-        Operand::Tensor(t) => cpu::materialize(&t.to_dtype(dtype)?),
-        // Python numbers wrap into the op's dtype (PyTorch checks ranges
-        // only when creating or filling tensors).
-        Operand::Scalar(s) => {
-            let t = Tensor::empty(&[], dtype, device)?;
-            cpu::fill(&t, s);
-            Ok(t)
-        }
-    }
-}
-
 fn is_bool(op: &Operand) -> bool {
     match op {
         Operand::Tensor(t) => t.dtype() == DType::Bool,
@@ -138,6 +124,19 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     }
 }
 
+/// A Python number as the backend gets it: on the left of `-` or `/` it is
+/// first rounded to the op's dtype (PyTorch's `rsub`/`rdiv` wrap it in a
+/// tensor of that dtype); elsewhere it keeps its full precision and meets the
+/// tensor in the dtype's compute type (see [`Rhs::Scalar`]).
+fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static> {
+    let value = if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
+        value.rounded_to(dtype)
+    } else {
+        value
+    };
+    Rhs::Scalar { value, left }
+}
+
 /// `a op b` as a new tensor.
 pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let (lifted_a, lifted_b) = match (a, b) {
@@ -151,76 +150,23 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let device = device_of(&[a, b])?;
     let dtype = compute_dtype(op, result_type(&[a, b])?);
     check_bool_op(op, &a, &b)?;
-    if !device.is_cpu() {
-        return binary_cuda(a, b, op, dtype);
-    }
-    if let Some(result) = half_with_scalar(a, b, op, dtype)? {
-        return Ok(result);
-    }
-    let (ta, tb) = (as_tensor(a, dtype, device)?, as_tensor(b, dtype, device)?);
-    let shape = broadcast_shapes(ta.shape(), tb.shape())?;
-    let out = Tensor::empty(&shape, dtype, device)?;
-    cpu::binary_into(&out, &ta, &tb, op);
-    Ok(out)
-}
-
-/// float16/bfloat16 with a Python number, as PyTorch computes it: in float32
-/// with the number unrounded, rounding once at the end (the CUDA kernels do
-/// the same by taking the number in float32). A number on the left of `-`
-/// or `/` is the exception: PyTorch's `rsub`/`rdiv` round it to the tensor's
-/// dtype first, which the ordinary path does (see [`number_as_operand`]).
-fn half_with_scalar(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Option<Tensor>> {
-    if !matches!(dtype, DType::F16 | DType::BF16) {
-        return Ok(None);
-    }
-    let widened = match (a, b) {
-        (Operand::Tensor(t), Operand::Scalar(s)) => {
-            binary((&t.to_dtype(DType::F32)?).into(), s.into(), op)?
+    let cast_rhs: Tensor;
+    let (lhs, rhs) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => {
+            cast_rhs = y.to_dtype(dtype)?;
+            (x, Rhs::Tensor(&cast_rhs))
         }
-        (Operand::Scalar(s), Operand::Tensor(t)) if matches!(op, BinaryOp::Add | BinaryOp::Mul) => {
-            binary(s.into(), (&t.to_dtype(DType::F32)?).into(), op)?
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(widened.to_dtype(dtype)?))
-}
-
-/// A Python number on the left of `-` or `/` becomes a value of the op's
-/// dtype first (PyTorch's `rsub`/`rdiv` wrap it in a tensor); elsewhere it
-/// keeps its full precision.
-fn number_as_operand(s: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Scalar {
-    if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
-        crate::with_element!(dtype, T => crate::Element::to_scalar(<T as crate::Element>::from_scalar(s)))
-    } else {
-        s
-    }
-}
-
-/// [`binary`] on a CUDA device: operands cast to `dtype` on the device,
-/// Python numbers passed to the kernel by value.
-fn binary_cuda(a: Operand, b: Operand, op: BinaryOp, dtype: DType) -> Result<Tensor> {
-    let (lhs, rhs, scalar, scalar_left) = match (a, b) {
-        (Operand::Tensor(x), Operand::Tensor(y)) => (
-            x.to_dtype(dtype)?,
-            Some(y.to_dtype(dtype)?),
-            Scalar::Int(0),
-            false,
-        ),
-        (Operand::Tensor(x), Operand::Scalar(s)) => (x.to_dtype(dtype)?, None, s, false),
-        (Operand::Scalar(s), Operand::Tensor(y)) => (
-            y.to_dtype(dtype)?,
-            None,
-            number_as_operand(s, dtype, op, true),
-            true,
-        ),
+        (Operand::Tensor(x), Operand::Scalar(s)) => (x, number(s, dtype, op, false)),
+        (Operand::Scalar(s), Operand::Tensor(y)) => (y, number(s, dtype, op, true)),
         (Operand::Scalar(_), Operand::Scalar(_)) => unreachable!("device_of needs a tensor"),
     };
-    let shape = match &rhs {
-        Some(r) => broadcast_shapes(lhs.shape(), r.shape())?,
-        None => lhs.shape().to_vec(),
+    let lhs = lhs.to_dtype(dtype)?;
+    let shape = match rhs {
+        Rhs::Tensor(r) => broadcast_shapes(lhs.shape(), r.shape())?,
+        Rhs::Scalar { .. } => lhs.shape().to_vec(),
     };
-    let out = Tensor::empty(&shape, dtype, lhs.device())?;
-    crate::cuda::binary(&out, &lhs, rhs.as_ref(), scalar, scalar_left, op)?;
+    let out = Tensor::empty(&shape, dtype, device)?;
+    backend::of(device).binary(&out, &lhs, rhs, op)?;
     Ok(out)
 }
 
@@ -254,35 +200,25 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
         }
     }
     dst.ensure_writable()?;
-    if !device.is_cpu() {
-        if dtype == dst.dtype() {
-            let (rhs, scalar) = match b {
-                Operand::Tensor(t) if t.may_overlap(dst) => {
-                    (Some(t.to_dtype(dtype)?.clone_data()?), Scalar::Int(0))
-                }
-                Operand::Tensor(t) => (Some(t.to_dtype(dtype)?), Scalar::Int(0)),
-                Operand::Scalar(s) => (None, s),
-            };
-            return crate::cuda::binary(dst, dst, rhs.as_ref(), scalar, false, op);
-        }
+    if dtype != dst.dtype() {
+        // Compute in the promoted dtype, then cast back into dst (PyTorch does the same).
         let result = binary(Operand::Tensor(dst), b, op)?;
         return dst.copy_(&result);
     }
-    let half_scalar = matches!(dtype, DType::F16 | DType::BF16) && matches!(b, Operand::Scalar(_));
-    if dtype == dst.dtype() && !half_scalar {
-        let rhs = match b {
-            Operand::Tensor(t) if t.may_overlap(dst) => {
-                cpu::materialize(&t.to_dtype(dtype)?.clone_data()?)?
-            }
-            _ => as_tensor(b, dtype, device)?,
-        };
-        if cpu::binary_inplace(dst, &rhs, op) {
-            return Ok(());
+    // A right-hand side sharing dst's memory is read from a copy: the
+    // backends write dst as they go.
+    let cast_rhs: Tensor;
+    let rhs = match b {
+        Operand::Tensor(t) => {
+            cast_rhs = match t.to_dtype(dtype)? {
+                r if r.may_overlap(dst) => r.clone_data()?,
+                r => r,
+            };
+            Rhs::Tensor(&cast_rhs)
         }
-    }
-    // Compute in the promoted dtype, then cast back into dst (PyTorch does the same).
-    let result = binary(Operand::Tensor(dst), b, op)?;
-    cpu::copy_into(dst, &result)
+        Operand::Scalar(s) => number(s, dtype, op, false),
+    };
+    backend::of(device).binary(dst, dst, rhs, op)
 }
 
 /// `-a`.
@@ -295,13 +231,7 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
         );
     }
     let out = Tensor::empty(a.shape(), a.dtype(), a.device())?;
-    if !a.device().is_cpu() {
-        // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
-        crate::cuda::binary(&out, a, None, Scalar::Int(-1), false, BinaryOp::Mul)?;
-        return Ok(out);
-    }
-    let src = cpu::materialize(a)?;
-    cpu::neg_into(&out, &src);
+    backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
     Ok(out)
 }
 
@@ -319,11 +249,7 @@ pub fn sum(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
         Some(dt) => a.to_dtype(dt)?,
         None => a.clone(),
     };
-    if !a.device().is_cpu() {
-        return crate::cuda::sum(&src.contiguous()?, sum_dtype(src.dtype()), 1.0);
-    }
-    let total = cpu::sum_all(&cpu::materialize(&src)?);
-    Tensor::full(&[], total, sum_dtype(src.dtype()), a.device())
+    backend::of(a.device()).reduce(&src, ReduceOp::Sum, sum_dtype(src.dtype()))
 }
 
 /// The mean of every element; floating and complex tensors only, as in PyTorch.
@@ -337,16 +263,7 @@ pub fn mean(a: &Tensor, dtype: Option<DType>) -> Result<Tensor> {
             dt.scalar_type_name()
         );
     }
-    let n = a.numel() as f64;
-    if !a.device().is_cpu() {
-        return crate::cuda::sum(&a.to_dtype(dt)?.contiguous()?, dt, 1.0 / n);
-    }
-    let total = sum(a, Some(dt))?;
-    let value = match total.item()? {
-        Scalar::Complex(re, im) => Scalar::Complex(re / n, im / n),
-        s => Scalar::Float(s.as_f64() / n),
-    };
-    Tensor::full(&[], value, dt, a.device())
+    backend::of(a.device()).reduce(&a.to_dtype(dt)?, ReduceOp::Mean, dt)
 }
 
 /// `arange(start, end, step)`: integers when every bound is an integer.

@@ -71,6 +71,12 @@ impl Scalar {
         Ok(())
     }
 
+    /// The value after a round trip through `dtype`: rounded to its
+    /// precision, wrapped to its range.
+    pub fn rounded_to(self, dtype: DType) -> Scalar {
+        crate::with_element!(dtype, T => <T as crate::Element>::to_scalar(<T as crate::Element>::from_scalar(self)))
+    }
+
     /// The dtype PyTorch gives a Python number of this kind when it is an
     /// operand ("wrapped number"): floats and complex take the defaults.
     pub fn wrapped_dtype(self) -> DType {

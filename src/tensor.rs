@@ -1,6 +1,7 @@
 //! The tensor: shared storage, a strided layout and a dtype (candle's model).
 //! Cloning a `Tensor` makes another view of the same memory.
 
+use crate::backend;
 use crate::cpu;
 use crate::layout::{Layout, Selection, checked_numel};
 use crate::storage::Storage;
@@ -60,10 +61,7 @@ impl Tensor {
         let bytes = checked_numel(shape)?
             .checked_mul(dtype.size())
             .ok_or_else(|| crate::err!(TooLarge, "a tensor of shape {shape:?} is too large"))?;
-        let storage = match device.kind {
-            crate::DeviceKind::Cpu => Storage::new_host(bytes, zeroed)?,
-            crate::DeviceKind::Cuda => crate::cuda::new_storage(device, bytes, zeroed)?,
-        };
+        let storage = backend::of(device).allocate(device, bytes, zeroed)?;
         Ok(Tensor {
             storage: Arc::new(storage),
             layout: Layout::contiguous(shape.to_vec(), dtype.size()),
@@ -218,11 +216,7 @@ impl Tensor {
     /// `self[...] = src[...]` with casting and broadcasting, on one device,
     /// no overlap: the backend dispatch behind copies and casts.
     fn copy_from_same_device(&self, src: &Tensor) -> Result<()> {
-        if self.device().is_cpu() {
-            cpu::copy_into(self, src)
-        } else {
-            crate::cuda::copy_into(self, src)
-        }
+        backend::of(self.device()).copy(self, src)
     }
 
     /// Itself when already contiguous, else a contiguous copy.
@@ -250,11 +244,17 @@ impl Tensor {
         if device.is_cpu() && self.device().is_cpu() {
             return Ok(self.clone());
         }
-        let target = crate::cuda::resolve(device)?;
+        let target = backend::resolve(device)?;
         if target == self.device() {
             return Ok(self.clone());
         }
-        crate::cuda::to_device(self, target)
+        // The device that is not the host does the moving.
+        let mover = if target.is_cpu() {
+            self.device()
+        } else {
+            target
+        };
+        backend::of(mover).transfer(self, target)
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
@@ -283,15 +283,7 @@ impl Tensor {
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
         self.ensure_writable()?;
-        if !self.device().is_cpu() {
-            return crate::cuda::fill(self, value);
-        }
-        if !cpu::fill(self, value) {
-            let staged = Tensor::empty(self.shape(), self.dtype, self.device())?;
-            cpu::fill(&staged, value);
-            cpu::copy_into(self, &staged)?;
-        }
-        Ok(())
+        backend::of(self.device()).fill(self, value)
     }
 
     /// The value of a one-element tensor.
@@ -330,11 +322,7 @@ impl Tensor {
             );
         }
         let t = Tensor::empty(shape, dtype, device)?;
-        if t.device().is_cpu() {
-            cpu::fill_uniform(&t);
-        } else {
-            crate::cuda::rand(&t)?;
-        }
+        backend::of(t.device()).random(&t)?;
         Ok(t)
     }
 }

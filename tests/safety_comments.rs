@@ -3,7 +3,10 @@
 //! wraps the block starts). Also keeps `unsafe_op_in_unsafe_fn` denied, so an
 //! `unsafe fn` body cannot skip its blocks (and their comments).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::rust_files;
+use std::path::Path;
 
 /// How far above an `unsafe` its comment may sit (a wrapped call such as
 /// `check(\n unsafe { .. },` puts the comment above the statement).
@@ -30,17 +33,6 @@ fn missing_safety_comments(text: &str) -> Vec<(usize, String)> {
         }
     }
     missing
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[test]

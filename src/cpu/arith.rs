@@ -2,17 +2,9 @@
 //! half types compute in f32 and round, bool add/mul are or/and.
 
 use crate::Element;
+pub(crate) use crate::backend::BinaryOp;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
-
-/// The four binary operators dlbridge implements.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-}
 
 /// Element arithmetic. `div` is only reached for floating and complex types
 /// (true division promotes integers to float first).

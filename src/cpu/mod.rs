@@ -6,17 +6,15 @@
 //! NumPy allows still computes correctly.
 
 mod arith;
+mod backend;
 mod copy;
 mod elementwise;
 mod random;
 mod reduce;
 mod strided;
 
-pub use arith::BinaryOp;
-pub(crate) use copy::{copy_into, materialize};
-pub(crate) use elementwise::{binary_inplace, binary_into, fill, neg_into};
-pub(crate) use random::fill_uniform;
+pub(crate) use backend::Cpu;
+pub(crate) use copy::materialize;
 pub use random::manual_seed;
 #[cfg(feature = "cuda")]
 pub(crate) use random::next_seed;
-pub(crate) use reduce::sum_all;

@@ -6,10 +6,11 @@
 //! the CPU.
 
 use super::compile::{FILES, KernelFile};
-use super::runtime::{Gpu, STREAM, driver_error, gpu_of};
-use crate::cpu::BinaryOp;
+use super::driver;
+use super::runtime::{Gpu, gpu_of};
+use crate::backend::{BinaryOp, Rhs};
 use crate::{DType, Error, Result, Scalar, Tensor, bail, with_element};
-use cudarc::driver::{result as cu, sys};
+use cudarc::driver::sys;
 use std::ffi::c_void;
 
 const ELEMENTWISE: &KernelFile = &FILES[0];
@@ -190,21 +191,15 @@ fn is_wide(ptrs: &[u64]) -> i32 {
     ptrs.iter().all(|p| p.is_multiple_of(16)) as i32
 }
 
-/// `out = a op b` or `a op scalar` (`scalar_left`: `scalar op a`). All of
-/// `out`'s dtype; `a`/`b` broadcast to out's shape. `out` may be `a` itself.
-pub fn binary(
-    out: &Tensor,
-    a: &Tensor,
-    b: Option<&Tensor>,
-    scalar: Scalar,
-    scalar_left: bool,
-    op: BinaryOp,
-) -> Result<()> {
-    let opname = match op {
-        BinaryOp::Add => "add",
-        BinaryOp::Sub => "sub",
-        BinaryOp::Mul => "mul",
-        BinaryOp::Div => "div",
+/// `out = a op rhs`, all of `out`'s dtype, `a` (and a tensor `rhs`)
+/// broadcast to out's shape. `out` may be `a` itself. A number on the right
+/// (or on the left, `Rhs::Scalar { left: true }`) is passed by value in the
+/// dtype's compute type.
+pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
+    let opname = op.name();
+    let (b, scalar, scalar_left) = match rhs {
+        Rhs::Tensor(t) => (Some(t), Scalar::Int(0), false),
+        Rhs::Scalar { value, left } => (None, value, left),
     };
     let dtype = out.dtype();
     let tag = tag_for(opname, dtype)?;
@@ -292,8 +287,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         if dst.is_contiguous() && src.is_contiguous() {
             let _ctx = gpu.bind()?;
             // SAFETY: both ranges hold nbytes on this device and do not overlap.
-            return unsafe { cu::memcpy_dtod_async(pd, ps, dst.nbytes(), STREAM) }
-                .map_err(|e| driver_error(e, "copying device to device"));
+            return unsafe { driver::copy_on_device(pd, ps, dst.nbytes()) };
         }
         let mut ix = indexer(
             dst.shape(),

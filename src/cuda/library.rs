@@ -32,25 +32,10 @@ const NVRTC_NAMES: [&str; 2] = ["libnvrtc.so.13", "libnvrtc.so.12"];
 /// 12 library comes first.
 fn preferred_names() -> Vec<&'static str> {
     let mut names = NVRTC_NAMES.to_vec();
-    if driver_major().is_some_and(|major| major < 13) {
+    if super::driver::major_version().is_some_and(|major| major < 13) {
         names.reverse();
     }
     names
-}
-
-/// The CUDA major version the installed driver supports, if there is one.
-fn driver_major() -> Option<i32> {
-    if !driver_present() {
-        return None;
-    }
-    std::panic::catch_unwind(|| {
-        let mut version = 0;
-        // SAFETY: cuDriverGetVersion needs no cuInit and writes one int.
-        let r = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
-        (r == cudarc::driver::sys::CUresult::CUDA_SUCCESS).then_some(version / 1000)
-    })
-    .ok()
-    .flatten()
 }
 
 /// Every directory that may hold an NVRTC library, most specific first.
@@ -119,12 +104,6 @@ pub fn ensure_nvrtc() -> bool {
 /// The NVRTC file dlbridge loaded itself, if it had to find one.
 pub fn nvrtc_path() -> Option<PathBuf> {
     PRELOADED.get().cloned().flatten()
-}
-
-/// Whether the CUDA driver library can be opened.
-pub fn driver_present() -> bool {
-    // SAFETY: is_culib_present only tries to dlopen candidate names.
-    unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
 /// NVRTC opens `libnvrtc-builtins.so.<major>.<minor>` by name when it

@@ -1,9 +1,10 @@
 //! Device memory that dlbridge owns.
 
-use super::runtime::{Gpu, STREAM, driver_error, gpu_of};
+use super::driver;
+use super::runtime::{Gpu, gpu_of};
 use crate::storage::{Owner, Storage};
 use crate::{Device, Result};
-use cudarc::driver::{result as cu, sys};
+use cudarc::driver::sys;
 
 /// An allocation from dlbridge's stream-ordered pool. Dropping it (when the
 /// last tensor, export or capsule using it goes) frees it exactly once,
@@ -27,8 +28,7 @@ pub fn new_storage(device: Device, bytes: usize, zeroed: bool) -> Result<Storage
     if zeroed && bytes > 0 {
         let _ctx = gpu.bind()?;
         // SAFETY: ptr holds at least `bytes` bytes; the context is current.
-        unsafe { cu::memset_d8_async(ptr, 0, bytes, STREAM) }
-            .map_err(|e| driver_error(e, "zeroing new memory"))?;
+        unsafe { driver::set_bytes(ptr, 0, bytes) }?;
     }
     // SAFETY: the allocation owns ptr..ptr+bytes on this device until dropped,
     // and is moved into the storage.

@@ -8,25 +8,13 @@
 //! on other streams.
 
 use super::compile::{self, KernelFile};
-use super::library;
+use super::driver::{STREAM, driver_error};
 use crate::{Device, Error, Result};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::{CudaContext, sys};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// The stream dlbridge enqueues all its work on: the legacy default stream.
-pub const STREAM: sys::CUstream = std::ptr::null_mut();
-
-/// A driver error as a Python-facing `RuntimeError`, naming what failed.
-pub fn driver_error(e: DriverError, what: &str) -> Error {
-    let text = e
-        .error_string()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{:?}", e.0));
-    crate::err!(Driver, "CUDA error: {text} ({what})")
-}
 
 /// Restores the thread's previous current context when dropped.
 #[must_use = "the context is only current while the guard lives"]
@@ -80,7 +68,7 @@ struct Runtime {
 static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
 
 fn init() -> std::result::Result<Runtime, String> {
-    if !library::driver_present() {
+    if !super::driver::present() {
         return Err("the CUDA driver library (libcuda.so.1) is not installed".into());
     }
     let count = std::panic::catch_unwind(|| {
@@ -105,11 +93,6 @@ pub fn unavailable_reason() -> Option<String> {
         Ok(rt) if rt.gpus.is_empty() => Some("the CUDA driver reports no devices".into()),
         Ok(_) => None,
     }
-}
-
-/// Whether a CUDA driver and at least one device are present.
-pub fn is_available() -> bool {
-    device_count() > 0
 }
 
 /// Number of CUDA devices (0 without a driver).

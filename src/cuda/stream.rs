@@ -2,9 +2,10 @@
 //! `stream` argument: the consumer's stream waits on an event recorded on
 //! dlbridge's stream, so nothing else on the device is held up.
 
-use super::runtime::{STREAM, driver_error, gpu_of};
+use super::driver::{Event, STREAM};
+use super::runtime::gpu_of;
 use crate::{Device, Result};
-use cudarc::driver::{result as cu, sys};
+use cudarc::driver::sys;
 
 /// The DLPack `stream` values a CUDA producer accepts: `None` (meaning 1),
 /// 1 (legacy default stream), 2 (per-thread default stream), -1 (no
@@ -63,18 +64,10 @@ pub fn wait_for_producer(device: Device, stream: i64) -> Result<()> {
 fn chain(device: Device, earlier: sys::CUstream, later: sys::CUstream, what: &str) -> Result<()> {
     let gpu = gpu_of(device)?;
     let _ctx = gpu.bind()?;
-    let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-        .map_err(|e| driver_error(e, "creating an event"))?;
-    // SAFETY: event and both streams belong to this device's primary context.
-    // Destroying an event that a stream waits on is allowed: the wait holds.
-    let result = unsafe {
-        cu::event::record(event, earlier).and_then(|_| {
-            cu::stream::wait_event(later, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
-        })
-    };
-    // SAFETY: event came from create above and is destroyed once.
+    let event = Event::new()?;
+    // SAFETY: the event and both streams belong to this device's primary context.
     unsafe {
-        let _ = cu::event::destroy(event);
+        event.record(earlier)?;
+        event.make_wait(later, what)
     }
-    result.map_err(|e| driver_error(e, what))
 }

@@ -5,9 +5,10 @@
 //! the CPU (several threads, via rayon) fills or drains the next, so the link
 //! runs near its pinned bandwidth. Small copies use the driver's own path.
 
-use super::runtime::{Gpu, STREAM, driver_error};
+use super::driver::{self, Event, STREAM};
+use super::runtime::Gpu;
 use crate::Result;
-use cudarc::driver::{result as cu, sys};
+use cudarc::driver::sys;
 use rayon::prelude::*;
 
 /// Bytes per staging buffer, and how many buffers rotate.
@@ -20,7 +21,7 @@ const PIECE: usize = 512 << 10;
 
 struct Pinned {
     ptr: *mut u8,
-    event: sys::CUevent,
+    event: Event,
     /// A DMA using this buffer has been enqueued since its event was last waited on.
     busy: bool,
 }
@@ -30,8 +31,8 @@ pub struct Staging {
     buffers: Vec<Pinned>,
 }
 
-// SAFETY: the buffers are plain pinned host memory and events are driver
-// handles; the ring is only used behind its device's mutex.
+// SAFETY: the buffers are plain pinned host memory; the ring is only used
+// behind its device's mutex.
 unsafe impl Send for Staging {}
 
 impl Staging {
@@ -40,14 +41,9 @@ impl Staging {
         let mut buffers = Vec::with_capacity(BUFFERS);
         for _ in 0..BUFFERS {
             // Not write-combined: the CPU reads these back after device-to-host copies.
-            // SAFETY: the context is current.
-            let ptr = unsafe { cu::malloc_host(CHUNK, 0) }
-                .map_err(|e| driver_error(e, "allocating pinned staging memory"))?;
-            let event = cu::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-                .map_err(|e| driver_error(e, "creating an event"))?;
             buffers.push(Pinned {
-                ptr: ptr.cast(),
-                event,
+                ptr: driver::alloc_pinned(CHUNK)?,
+                event: Event::new()?,
                 busy: false,
             });
         }
@@ -56,18 +52,15 @@ impl Staging {
 
     fn wait(buf: &mut Pinned) -> Result<()> {
         if buf.busy {
-            // SAFETY: the event was recorded on STREAM after the DMA using buf.
-            unsafe { cu::event::synchronize(buf.event) }
-                .map_err(|e| driver_error(e, "waiting for a staged copy"))?;
+            buf.event.synchronize("waiting for a staged copy")?;
             buf.busy = false;
         }
         Ok(())
     }
 
     fn record(buf: &mut Pinned) -> Result<()> {
-        // SAFETY: the event and STREAM belong to the current context.
-        unsafe { cu::event::record(buf.event, STREAM) }
-            .map_err(|e| driver_error(e, "recording an event"))?;
+        // SAFETY: STREAM belongs to the current context, as the event does.
+        unsafe { buf.event.record(STREAM) }?;
         buf.busy = true;
         Ok(())
     }
@@ -99,11 +92,10 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
     if src.len() < DIRECT_BELOW {
         // Waits for the copy: src may be pinned memory (a CUDAHost import),
         // which the driver would read later, after the caller moved on.
-        // SAFETY: dst holds src.len() bytes on this device.
-        return unsafe {
-            cu::memcpy_htod_async(dst, src, STREAM).and_then(|_| cu::stream::synchronize(STREAM))
-        }
-        .map_err(|e| driver_error(e, "copying host to device"));
+        // SAFETY: dst holds src.len() bytes on this device; the sync below
+        // finishes the copy before src is released.
+        unsafe { driver::copy_to_device(dst, src) }?;
+        return driver::synchronize("copying host to device");
     }
     with_staging(gpu, |staging| {
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
@@ -113,10 +105,7 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
             let pinned = unsafe { std::slice::from_raw_parts_mut(buf.ptr, chunk.len()) };
             parallel_copy(pinned, chunk);
             // SAFETY: pinned stays untouched until the event recorded next has fired.
-            unsafe {
-                cu::memcpy_htod_async(dst + (i * CHUNK) as u64, pinned as &[u8], STREAM)
-                    .map_err(|e| driver_error(e, "copying host to device"))?;
-            }
+            unsafe { driver::copy_to_device(dst + (i * CHUNK) as u64, pinned) }?;
             Staging::record(buf)?;
         }
         Ok(())
@@ -127,11 +116,10 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
 pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Result<()> {
     let _ctx = gpu.bind()?;
     if dst.len() < DIRECT_BELOW {
-        // SAFETY: src holds dst.len() bytes; the stream sync makes the copy complete.
-        return unsafe {
-            cu::memcpy_dtoh_async(dst, src, STREAM).and_then(|_| cu::stream::synchronize(STREAM))
-        }
-        .map_err(|e| driver_error(e, "copying device to host"));
+        // SAFETY: src holds dst.len() bytes; the sync makes the copy complete
+        // before dst is touched.
+        unsafe { driver::copy_to_host(dst, src) }?;
+        return driver::synchronize("copying device to host");
     }
     with_staging(gpu, |staging| {
         let total = dst.len();
@@ -141,11 +129,11 @@ pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Resul
             let (lo, hi) = span(i);
             let buf = &mut staging.buffers[i % BUFFERS];
             Staging::wait(buf)?;
-            // SAFETY: buf.ptr holds CHUNK >= hi - lo bytes and is idle (waited above).
+            // SAFETY: buf.ptr holds CHUNK >= hi - lo bytes and is idle (waited
+            // above); it is read only after the event recorded next has fired.
             unsafe {
                 let pinned = std::slice::from_raw_parts_mut(buf.ptr, hi - lo);
-                cu::memcpy_dtoh_async(pinned, src + lo as u64, STREAM)
-                    .map_err(|e| driver_error(e, "copying device to host"))?;
+                driver::copy_to_host(pinned, src + lo as u64)?;
             }
             Staging::record(buf)
         };
@@ -180,9 +168,8 @@ pub fn device_to_device(
     }
     if std::ptr::eq(dst_gpu, src_gpu) {
         let _ctx = dst_gpu.bind()?;
-        // SAFETY: both ranges hold `bytes` bytes on this device.
-        return unsafe { cu::memcpy_dtod_async(dst, src, bytes, STREAM) }
-            .map_err(|e| driver_error(e, "copying device to device"));
+        // SAFETY: both ranges hold `bytes` bytes on this device (distinct allocations).
+        return unsafe { driver::copy_on_device(dst, src, bytes) };
     }
     // Different devices have different legacy streams: finish the
     // destination's pending work (its allocation), copy on the source's
@@ -191,15 +178,13 @@ pub fn device_to_device(
     let _ctx = src_gpu.bind()?;
     // SAFETY: both ranges hold `bytes` bytes on their devices; both contexts are primary and live.
     unsafe {
-        cu::memcpy_peer_async(
+        driver::copy_between_devices(
             dst_gpu.context().cu_ctx(),
             dst,
             src_gpu.context().cu_ctx(),
             src,
             bytes,
-            STREAM,
         )
-    }
-    .map_err(|e| driver_error(e, "copying between devices"))?;
+    }?;
     src_gpu.synchronize()
 }

@@ -4,6 +4,7 @@
 use super::device::extract_opt_device;
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::backend::Accelerator as _;
 use crate::{DType, Device};
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -20,7 +21,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .collect();
-    crate::cuda::add_package_roots(roots);
+    crate::cuda::Cuda.add_library_roots(roots);
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_synchronize, m)?)?;
@@ -37,17 +38,17 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 #[pyfunction]
 fn cuda_is_available() -> bool {
-    crate::cuda::is_available()
+    crate::cuda::Cuda.is_available()
 }
 
 #[pyfunction]
 fn cuda_device_count() -> usize {
-    crate::cuda::device_count()
+    crate::cuda::Cuda.device_count()
 }
 
 #[pyfunction]
 fn cuda_unavailable_reason() -> Option<String> {
-    crate::cuda::unavailable_reason()
+    crate::cuda::Cuda.unavailable_reason()
 }
 
 /// A device index from `None`, an int, a string or a `dlbridge.device`.
@@ -65,24 +66,28 @@ fn device_index(device: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
 #[pyo3(signature = (device=None))]
 fn cuda_synchronize(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let index = device_index(device)?;
-    py.detach(|| crate::cuda::synchronize(index)).py()
+    py.detach(|| crate::cuda::Cuda.synchronize(index)).py()
 }
 
 #[pyfunction]
 fn cuda_empty_cache(py: Python<'_>) -> PyResult<()> {
-    py.detach(crate::cuda::empty_cache).py()
+    py.detach(|| crate::cuda::Cuda.empty_cache()).py()
 }
 
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn cuda_get_device_name(device: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
-    crate::cuda::device_name(device_index(device)?.unwrap_or(0)).py()
+    crate::cuda::Cuda
+        .device_name(device_index(device)?.unwrap_or(0))
+        .py()
 }
 
 #[pyfunction]
 #[pyo3(signature = (device=None))]
 fn cuda_get_device_capability(device: Option<&Bound<'_, PyAny>>) -> PyResult<(i32, i32)> {
-    crate::cuda::capability(device_index(device)?.unwrap_or(0)).py()
+    crate::cuda::Cuda
+        .capability(device_index(device)?.unwrap_or(0))
+        .py()
 }
 
 #[cfg(feature = "cuda")]
@@ -213,7 +218,7 @@ pub(crate) fn array_interface<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound
 /// The current device, as `torch.cuda.current_device()`: dlbridge has no
 /// device switching, so it is always 0.
 pub(crate) fn current_device() -> PyResult<u32> {
-    if !crate::cuda::is_available() {
+    if !crate::cuda::Cuda.is_available() {
         return Err(super::errors::to_py(crate::Error::no_cuda(Device::cuda(
             None,
         ))));

@@ -10,6 +10,7 @@
 use super::device::extract_opt_device;
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::backend::Accelerator as _;
 use crate::dlpack::{
     ExportOptions, export::VERSION, export_legacy, export_versioned, import::import_with,
 };
@@ -146,7 +147,7 @@ pub(crate) fn dlpack(
     let target = if target.is_cpu() {
         target
     } else {
-        crate::cuda::resolve(target).map_err(|e| PyBufferError::new_err(e.to_string()))?
+        crate::backend::resolve(target).map_err(|e| PyBufferError::new_err(e.to_string()))?
     };
     // The stream names the consumer's queue on the exported tensor's device.
     if target.is_cpu() {
@@ -156,7 +157,7 @@ pub(crate) fn dlpack(
             ));
         }
     } else if let Some(s) = stream {
-        crate::cuda::check_stream(s).py()?;
+        crate::cuda::Cuda.check_stream(s).py()?;
     }
     let moves = target != t.device();
     if moves && copy == Some(false) {
@@ -182,7 +183,9 @@ pub(crate) fn dlpack(
     super::exchange_api::PROTOCOL_EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if !src.device().is_cpu() {
         // None means the legacy default stream (1), as the spec says for CUDA.
-        crate::cuda::order_before_consumer(src.device(), stream.unwrap_or(1)).py()?;
+        crate::cuda::Cuda
+            .order_before_consumer(src.device(), stream.unwrap_or(1))
+            .py()?;
     }
     match max_version {
         Some((major, minor)) if major >= 1 => {
@@ -378,7 +381,7 @@ fn from_dlpack(
         ));
     }
     let device = match device {
-        Some(d) if !d.is_cpu() => Some(crate::cuda::resolve(d).py()?),
+        Some(d) if !d.is_cpu() => Some(crate::backend::resolve(d).py()?),
         other => other,
     };
     let placed = match device {

@@ -14,6 +14,7 @@
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::backend::Accelerator as _;
 use crate::dlpack::{ExportOptions, borrowed_view, export_versioned, import::import_with};
 use crate::{DType, Device, Tensor};
 use dlpark::ffi::{
@@ -343,7 +344,9 @@ pub(crate) fn import(ob: &Bound<'_, PyAny>) -> Option<PyResult<(Tensor, bool)>> 
                     .unwrap_or_else(|| PyRuntimeError::new_err("current_work_stream failed")));
             }
             let dev = Device::from_dlpack(device).py()?;
-            crate::cuda::wait_for_producer(dev, stream as usize as i64).py()?;
+            crate::cuda::Cuda
+                .wait_for_producer(dev, stream as usize as i64)
+                .py()?;
         }
         let ro = flags.contains(DlpackFlags::READ_ONLY);
         let tensor = import_with(managed, ro).py()?;

@@ -5,6 +5,7 @@
 //! `Arc<Storage>` releases the owner exactly once (a DLPack deleter, a NumPy
 //! array reference, or dlbridge's own allocation).
 
+use crate::backend::Accelerator as _;
 mod host;
 
 pub use host::HostBuffer;
@@ -125,7 +126,7 @@ impl Drop for Storage {
             _ => true,
         };
         if foreign && !self.device.is_cpu() && self.device_used.load(Ordering::Relaxed) {
-            crate::cuda::before_foreign_release(self.device);
+            crate::cuda::Cuda.before_foreign_release(self.device);
         }
     }
 }

@@ -1,0 +1,158 @@
+//! The seam between PyTorch's semantics and the devices that compute.
+//!
+//! [`Backend`] is everything a device must do, with one contract for every
+//! device: the CPU ([`crate::cpu::Cpu`]), CUDA ([`crate::cuda::Cuda`]) and
+//! the stand-in a build without the `cuda` feature compiles in its place, so
+//! the compiler checks all three against the same signatures. Promotion,
+//! broadcasting, in-place rules and PyTorch's scalar rounding live once, in
+//! `ops.rs` and `tensor.rs`, above this trait: a backend receives operands
+//! already on its device, already of the dtype it computes in, with inputs
+//! that broadcast to the output.
+//!
+//! [`Accelerator`] is what a device other than the host adds: finding
+//! devices, synchronising, the DLPack stream protocol. CUDA and its stand-in
+//! implement it.
+//!
+//! Adding an op: a variant of [`UnaryOp`], [`BinaryOp`] or [`ReduceOp`]
+//! (or a method here), its arm in each backend, and one function in `ops.rs`.
+
+use crate::storage::Storage;
+use crate::{DType, Device, DeviceKind, Result, Scalar, Tensor};
+
+/// The binary operators dlbridge implements.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinaryOp {
+    /// PyTorch's name for the op, as its kernels are named (`"add"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+        }
+    }
+}
+
+/// The right-hand side of a binary op.
+#[derive(Copy, Clone, Debug)]
+pub enum Rhs<'a> {
+    /// A tensor of the output's dtype that broadcasts to the output and does
+    /// not overlap it.
+    Tensor(&'a Tensor),
+    /// A Python number. It is applied in the dtype's compute type
+    /// ([`DType::compute_dtype`]: float32 for float16 and bfloat16) exactly
+    /// as given, so the result is rounded once; `ops.rs` has already rounded
+    /// it where PyTorch does. `left`: the number is the left operand
+    /// (`number - tensor`).
+    Scalar { value: Scalar, left: bool },
+}
+
+/// Elementwise operators of one operand.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// `-x`, wrapping for unsigned integers as in PyTorch.
+    Neg,
+}
+
+/// Reductions over every element.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// The sum, accumulated in float64, complex128 or int64, then converted
+    /// to the output dtype.
+    Sum,
+    /// The sum rounded to the output dtype, divided by the element count.
+    Mean,
+}
+
+/// What a device must do. Every method gets tensors on the backend's own
+/// device; none checks what `ops.rs` already checked (devices, dtypes,
+/// shapes, writability).
+pub(crate) trait Backend: Sync {
+    /// `bytes` of fresh memory on `device`, zeroed or left uninitialised.
+    fn allocate(&self, device: Device, bytes: usize, zeroed: bool) -> Result<Storage>;
+
+    /// `dst[...] = src[...]`: any layout to any layout, converting the dtype
+    /// when the two differ (casts are copies between dtypes). `src` broadcasts
+    /// to `dst` and does not overlap it.
+    fn copy(&self, dst: &Tensor, src: &Tensor) -> Result<()>;
+
+    /// Sets every element of `dst` to `value` (already range-checked).
+    fn fill(&self, dst: &Tensor, value: Scalar) -> Result<()>;
+
+    /// `out = lhs op rhs`, all of `out`'s dtype. `lhs` broadcasts to `out`
+    /// and may be `out` itself (an in-place op); `rhs` never overlaps `out`.
+    fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()>;
+
+    /// `out = op(src)`, one dtype, one shape; `out` is fresh.
+    fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()>;
+
+    /// The reduction of every element of `src` as a zero-dim tensor of `out_dtype`
+    /// (int64 for sums of integers and bools, else `src`'s dtype).
+    fn reduce(&self, src: &Tensor, op: ReduceOp, out_dtype: DType) -> Result<Tensor>;
+
+    /// Fills a fresh contiguous floating or complex tensor with values
+    /// uniform in [0, 1), from the generator `manual_seed` seeds.
+    fn random(&self, dst: &Tensor) -> Result<()>;
+
+    /// A copy of `src` on `target`, in fresh memory, where one of the two
+    /// devices is this backend's (the other may be the host).
+    fn transfer(&self, src: &Tensor, target: Device) -> Result<Tensor>;
+}
+
+/// What an accelerator adds to [`Backend`]: its devices and the DLPack
+/// stream protocol. Every method of a build without the backend reports
+/// that it is missing.
+pub trait Accelerator {
+    /// A driver and at least one device are present.
+    fn is_available(&self) -> bool;
+    /// Number of devices (0 without a driver).
+    fn device_count(&self) -> usize;
+    /// Why the accelerator cannot be used, if it cannot.
+    fn unavailable_reason(&self) -> Option<String>;
+    /// `cuda` (no index) as `cuda:0`, after checking the device exists.
+    fn resolve(&self, device: Device) -> Result<Device>;
+    /// Waits for dlbridge's work on device `index` (on every device used, for `None`).
+    fn synchronize(&self, index: Option<u32>) -> Result<()>;
+    /// Gives cached free device memory back to the driver.
+    fn empty_cache(&self) -> Result<()>;
+    /// The device's marketing name (opens no context).
+    fn device_name(&self, index: u32) -> Result<String>;
+    /// `(major, minor)` compute capability (opens no context).
+    fn capability(&self, index: u32) -> Result<(i32, i32)>;
+    /// Checks a DLPack `stream` argument for an export from this device.
+    fn check_stream(&self, stream: i64) -> Result<()>;
+    /// Makes a DLPack consumer's `stream` wait for dlbridge's queued work.
+    fn order_before_consumer(&self, device: Device, stream: i64) -> Result<()>;
+    /// Makes dlbridge's work wait for what a producer queued on `stream`.
+    fn wait_for_producer(&self, device: Device, stream: i64) -> Result<()>;
+    /// Called before imported device memory dlbridge used goes back to its
+    /// owner, who may reuse it at once on another stream.
+    fn before_foreign_release(&self, device: Device);
+    /// Extra places to look for the accelerator's libraries (Python
+    /// packages that ship them).
+    fn add_library_roots(&self, roots: Vec<std::path::PathBuf>);
+}
+
+/// The backend that computes on `device`'s memory.
+pub(crate) fn of(device: Device) -> &'static dyn Backend {
+    match device.kind {
+        DeviceKind::Cpu => &crate::cpu::Cpu,
+        DeviceKind::Cuda => &crate::cuda::Cuda,
+    }
+}
+
+/// `device` as tensors carry it: `cuda` without an index becomes `cuda:0`,
+/// and a device that does not exist is an error.
+pub fn resolve(device: Device) -> Result<Device> {
+    match device.kind {
+        DeviceKind::Cpu => Ok(Device::CPU),
+        DeviceKind::Cuda => crate::cuda::Cuda.resolve(device),
+    }
+}

@@ -1,0 +1,107 @@
+//! The seams the code is built around stay where they are:
+//! - raw CUDA driver calls live only in the runtime layer
+//!   (`src/cuda/driver.rs`, `src/cuda/runtime.rs`); everything else goes
+//!   through its safe types and fallible functions;
+//! - nothing decides a C status or a Python exception by reading error text
+//!   (`ErrorKind` does that).
+
+mod common;
+
+use common::rust_files;
+use std::path::Path;
+
+/// The files allowed to call the driver directly.
+const DRIVER_LAYER: [&str; 2] = ["src/cuda/driver.rs", "src/cuda/runtime.rs"];
+
+/// Lines of `text` that call the driver API raw: cudarc's `result` module
+/// or a `sys::cuXxx` function.
+fn raw_driver_calls(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            let code = line.split("//").next().unwrap_or("");
+            code.contains("driver::result")
+                || code.contains("result as cu")
+                || code
+                    .match_indices("sys::cu")
+                    .any(|(at, _)| code[at + 7..].starts_with(|c: char| c.is_ascii_uppercase()))
+        })
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// Lines of `text` that branch on an error's message.
+fn decisions_on_error_text(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            let code = line.split("//").next().unwrap_or("");
+            (code.contains("to_string().contains(") || code.contains("message().contains("))
+                && !code.contains("assert")
+        })
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+fn sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn raw_driver_calls_stay_in_the_runtime_layer() {
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        if !DRIVER_LAYER.contains(&path.as_str()) {
+            found.extend(
+                raw_driver_calls(&text)
+                    .into_iter()
+                    .map(|l| format!("{path}: {l}")),
+            );
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "raw driver calls outside {DRIVER_LAYER:?}:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_code_decides_by_error_text() {
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        found.extend(
+            decisions_on_error_text(&text)
+                .into_iter()
+                .map(|l| format!("{path}: {l}")),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "decisions on message text:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_can_fail() {
+    assert_eq!(
+        raw_driver_calls("use cudarc::driver::result as cu;").len(),
+        1
+    );
+    assert_eq!(
+        raw_driver_calls("let r = sys::cuDriverGetVersion(&mut v);").len(),
+        1
+    );
+    assert!(raw_driver_calls("let p: sys::CUdeviceptr = 0; // sys::cuMemAlloc").is_empty());
+    let bad = "_ if e.to_string().contains(\"out of memory\") => OOM,";
+    assert_eq!(decisions_on_error_text(bad).len(), 1);
+    assert!(decisions_on_error_text("assert!(e.to_string().contains(\"x\"));").is_empty());
+}
