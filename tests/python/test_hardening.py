@@ -190,7 +190,7 @@ def descriptor(**change):
 
 
 BAD_INPUTS = {
-    # README "Bad input" table, Python side: each is a BufferError naming the problem.
+    # docs/hardening.md "Bad input" table, Python side: each is a BufferError naming the problem.
     "NULL data with elements": (dict(data=None), "NULL"),
     "negative ndim": (dict(ndim=-1), "ndim -1"),
     "ndim above 64": (dict(ndim=65), "ndim 65"),
