@@ -196,9 +196,14 @@ impl DType {
             _ => None,
         };
         found.ok_or_else(|| {
-            crate::err!(UnsupportedDtype, "unsupported DLPack dtype (code={}, bits={}, lanes={}); dlbridge supports \
-                 bool, (u)int8/16/32/64, float16, bfloat16, float32, float64, complex64 and complex128",
-                dt.code.0, dt.bits, dt.lanes)
+            crate::err!(
+                UnsupportedDtype,
+                "unsupported DLPack dtype (code={}, bits={}, lanes={}); dlbridge supports bool, \
+                 (u)int8/16/32/64, float16, bfloat16, float32, float64, complex64 and complex128",
+                dt.code.0,
+                dt.bits,
+                dt.lanes
+            )
         })
     }
 

@@ -141,9 +141,12 @@ impl Tensor {
     /// Strides in elements, as PyTorch reports them.
     pub fn strides(&self) -> Result<Vec<isize>> {
         self.layout.element_strides(self.dtype.size()).ok_or_else(|| {
-            crate::err!(InvalidOperation, "this tensor's byte strides {:?} are not whole multiples of its {}-byte elements",
+            crate::err!(
+                InvalidOperation,
+                "this tensor's byte strides {:?} are not whole multiples of its {}-byte elements",
                 self.layout.strides,
-                self.dtype.size())
+                self.dtype.size()
+            )
         })
     }
 

@@ -97,7 +97,10 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
         return Err(nvrtc_missing());
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(crate::err!(Driver, "the NVRTC library found lacks a function dlbridge needs (NVRTC 12 or newer is required)"))
+        Err(crate::err!(
+            Driver,
+            "the NVRTC library found lacks a function dlbridge needs (NVRTC 12 or newer is required)"
+        ))
     })
 }
 

@@ -111,10 +111,13 @@ fn finish<H>(
 /// and the dims it will point into.
 fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
     let strides = t.layout().element_strides(t.dtype().size()).ok_or_else(|| {
-        crate::err!(InvalidTensor, "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item size \
-             through DLPack (strides count whole elements); call .contiguous() first",
+        crate::err!(
+            InvalidTensor,
+            "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item \
+             size through DLPack (strides count whole elements); call .contiguous() first",
             t.layout().strides,
-            t.dtype().size())
+            t.dtype().size()
+        )
     })?;
     let ndim = t.ndim();
     let values = t

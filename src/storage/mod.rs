@@ -5,12 +5,12 @@
 //! `Arc<Storage>` releases the owner exactly once (a DLPack deleter, a NumPy
 //! array reference, or dlbridge's own allocation).
 
-use crate::backend::Accelerator as _;
 mod host;
 
 pub use host::HostBuffer;
 
 use crate::Device;
+use crate::backend::Accelerator as _;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
