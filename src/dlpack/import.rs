@@ -9,7 +9,7 @@
 use crate::foreign::{ForeignTensor, byte_strides};
 use crate::storage::Owner;
 use crate::{DType, Device, Error, Result, Tensor, err};
-use dlpark::{DlpackFlags, Managed, ManagedTensorBase};
+use dlpark::{DlpackFlags, Managed, ManagedTensorBase, TensorRef};
 
 /// The most dimensions dlbridge accepts from a foreign tensor.
 pub const MAX_NDIM: usize = 64;
@@ -35,7 +35,13 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
             "invalid DLPack tensor: ndim {ndim} is outside 0..={MAX_NDIM}"
         ));
     }
-    let view = managed.validate().map_err(invalid)?;
+    // Not `managed.validate()`: dlpark refuses NULL strides on a versioned
+    // tensor of DLPack 1.2 or newer, while NumPy and PyTorch (and the DLPack
+    // spec before 1.2) read them as C-contiguous whatever the version; so
+    // does dlbridge. Every other check is the same.
+    // SAFETY: the descriptor is the producer's, readable until its deleter
+    // runs, which `managed` holds back until it drops.
+    let view = unsafe { TensorRef::from_raw(managed.tensor()) }.map_err(invalid)?;
     let dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;

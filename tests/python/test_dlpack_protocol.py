@@ -342,3 +342,25 @@ def test_export_degenerate_shapes(shape):
     a = np.from_dlpack(t)
     assert a.shape == shape
     assert a.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("minor", [0, 1, 2, 3])
+def test_versioned_tensor_with_null_strides_reads_as_c_contiguous(minor):
+    """NumPy and PyTorch read NULL strides as C-contiguous whatever the
+    version; dlbridge too (dlpark alone refuses them from DLPack 1.2 on)."""
+    import ctypes
+    from dlpack_abi import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor
+
+    buf = (ctypes.c_float * 6)(*range(6))
+    shape = (ctypes.c_int64 * 2)(2, 3)
+    m = DLManagedTensorVersioned()
+    m.major, m.minor = 1, minor
+    m.dl_tensor = DLTensor(ctypes.addressof(buf), DLDevice(1, 0), 2, DLDataType(2, 32, 1), shape, None, 0)
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    t = db.from_dlpack(new_capsule(ctypes.addressof(m), b"dltensor_versioned", None))
+    assert t.shape == (2, 3) and t.stride() == (3, 1) and t.is_contiguous()
+    assert t.data_ptr() == ctypes.addressof(buf)
+    buf[4] = 40.0
+    assert t.numpy().tolist() == [[0.0, 1.0, 2.0], [3.0, 40.0, 5.0]]
