@@ -17,7 +17,7 @@
 //! (or a method here), its arm in each backend, and one function in `ops.rs`.
 
 use crate::storage::Storage;
-use crate::{DType, Device, DeviceKind, Result, Scalar, Tensor};
+use crate::{Device, DeviceKind, Result, Scalar, Tensor};
 
 /// The binary operators dlbridge implements.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -26,6 +26,9 @@ pub enum BinaryOp {
     Sub,
     Mul,
     Div,
+    /// `x ** y`: integers by repeated multiplication (wrapping; a negative
+    /// exponent gives 0 unless the base is 1 or -1), floats with `pow`.
+    Pow,
 }
 
 impl BinaryOp {
@@ -36,7 +39,38 @@ impl BinaryOp {
             BinaryOp::Sub => "sub",
             BinaryOp::Mul => "mul",
             BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
         }
+    }
+}
+
+/// Elementwise comparisons; the result is a bool tensor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareOp {
+    /// PyTorch's name for the op (`"lt"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        }
+    }
+
+    /// Whether the op orders its operands (complex numbers have no order).
+    pub fn orders(self) -> bool {
+        !matches!(self, CompareOp::Eq | CompareOp::Ne)
     }
 }
 
@@ -59,9 +93,12 @@ pub enum Rhs<'a> {
 pub enum UnaryOp {
     /// `-x`, wrapping for unsigned integers as in PyTorch.
     Neg,
+    /// `|x|`: wrapping for the most negative integer, the magnitude (a real
+    /// number, of the output's real dtype) for complex.
+    Abs,
 }
 
-/// Reductions over every element.
+/// Reductions over some dimensions.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
     /// The sum, accumulated in float64, complex128 or int64, then converted
@@ -69,6 +106,10 @@ pub enum ReduceOp {
     Sum,
     /// The sum rounded to the output dtype, divided by the element count.
     Mean,
+    /// The largest value; NaN wins. With indices: the first position of it.
+    Max,
+    /// The smallest value; NaN wins. With indices: the first position of it.
+    Min,
 }
 
 /// What a device must do. Every method gets tensors on the backend's own
@@ -90,12 +131,29 @@ pub(crate) trait Backend: Sync {
     /// and may be `out` itself (an in-place op); `rhs` never overlaps `out`.
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()>;
 
-    /// `out = op(src)`, one dtype, one shape; `out` is fresh.
+    /// `out = lhs op rhs` into a fresh bool tensor `out`; `lhs` (and a
+    /// tensor `rhs`) broadcast to it and share one dtype, which a number
+    /// operand has already been rounded to. Ordering ops never get complex.
+    fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()>;
+
+    /// `out = op(src)`, one shape; `out` is fresh and of `src`'s dtype (for
+    /// `Abs` of complex, of its real dtype).
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()>;
 
-    /// The reduction of every element of `src` as a zero-dim tensor of `out_dtype`
-    /// (int64 for sums of integers and bools, else `src`'s dtype).
-    fn reduce(&self, src: &Tensor, op: ReduceOp, out_dtype: DType) -> Result<Tensor>;
+    /// Reduces `src` over `dims` (sorted, distinct; all of them for a full
+    /// reduction) into the fresh contiguous `out`, which has `src`'s shape
+    /// with those dimensions set to 1. `out`'s dtype is int64 for sums of
+    /// integers and bools, else `src`'s. `indices` (int64, `out`'s shape)
+    /// is only given for `Max` and `Min`. Every reduced dimension of `Max`
+    /// and `Min` has elements, and none of their inputs is complex.
+    fn reduce(
+        &self,
+        src: &Tensor,
+        dims: &[usize],
+        op: ReduceOp,
+        out: &Tensor,
+        indices: Option<&Tensor>,
+    ) -> Result<()>;
 
     /// Fills a fresh contiguous floating or complex tensor with values
     /// uniform in [0, 1), from the generator `manual_seed` seeds.

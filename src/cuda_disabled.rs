@@ -3,9 +3,9 @@
 //! `cuda/backend.rs` (the compiler checks both against the traits), each
 //! request saying that CUDA is not available.
 
-use crate::backend::{Accelerator, Backend, BinaryOp, ReduceOp, Rhs, UnaryOp};
+use crate::backend::{Accelerator, Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
 use crate::storage::Storage;
-use crate::{DType, Device, Error, Result, Scalar, Tensor};
+use crate::{Device, Error, Result, Scalar, Tensor};
 
 /// CUDA, as a build without it sees it.
 pub struct Cuda;
@@ -30,7 +30,17 @@ impl Backend for Cuda {
     fn unary(&self, out: &Tensor, _src: &Tensor, _op: UnaryOp) -> Result<()> {
         off(out.device())
     }
-    fn reduce(&self, src: &Tensor, _op: ReduceOp, _out_dtype: DType) -> Result<Tensor> {
+    fn compare(&self, out: &Tensor, _lhs: &Tensor, _rhs: Rhs, _op: CompareOp) -> Result<()> {
+        off(out.device())
+    }
+    fn reduce(
+        &self,
+        src: &Tensor,
+        _dims: &[usize],
+        _op: ReduceOp,
+        _out: &Tensor,
+        _indices: Option<&Tensor>,
+    ) -> Result<()> {
         off(src.device())
     }
     fn random(&self, dst: &Tensor) -> Result<()> {

@@ -160,7 +160,7 @@ pub unsafe extern "C" fn dlb_neg(a: *const dlb_tensor, out: *mut *mut dlb_tensor
 /// and bool tensors sum to int64). Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_sum(a: *const dlb_tensor, out: *mut *mut dlb_tensor) -> dlb_status {
-    derive(a, "a", out, |x| ops::sum(x, None))
+    derive(a, "a", out, |x| ops::sum(x, None, false, None))
 }
 
 /// The value of a one-element tensor as a double (copied from the GPU if

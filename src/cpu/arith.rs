@@ -2,18 +2,28 @@
 //! half types compute in f32 and round, bool add/mul are or/and.
 
 use crate::Element;
-pub(crate) use crate::backend::BinaryOp;
+pub(crate) use crate::backend::{BinaryOp, CompareOp};
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
 /// Element arithmetic. `div` is only reached for floating and complex types
 /// (true division promotes integers to float first).
-pub trait Arith: Element {
+pub trait Arith: Element + PartialEq {
     fn add(self, rhs: Self) -> Self;
     fn sub(self, rhs: Self) -> Self;
     fn mul(self, rhs: Self) -> Self;
     fn div(self, rhs: Self) -> Self;
     fn neg(self) -> Self;
+    fn pow(self, rhs: Self) -> Self;
+    /// `|x|` for real types (complex magnitudes are computed apart: they
+    /// change the dtype).
+    fn abs(self) -> Self;
+    /// `self < other`; never asked of complex numbers (they have no order).
+    fn less(self, other: Self) -> bool;
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        false
+    }
 
     #[inline(always)]
     fn apply(op: BinaryOp, a: Self, b: Self) -> Self {
@@ -22,8 +32,50 @@ pub trait Arith: Element {
             BinaryOp::Sub => a.sub(b),
             BinaryOp::Mul => a.mul(b),
             BinaryOp::Div => a.div(b),
+            BinaryOp::Pow => a.pow(b),
         }
     }
+
+    /// `a op b` for a comparison (NaN compares unequal and unordered).
+    #[inline(always)]
+    fn compare(op: CompareOp, a: Self, b: Self) -> bool {
+        match op {
+            CompareOp::Eq => a == b,
+            CompareOp::Ne => a != b,
+            CompareOp::Lt => a.less(b),
+            CompareOp::Le => a.less(b) || a == b,
+            CompareOp::Gt => b.less(a),
+            CompareOp::Ge => b.less(a) || a == b,
+        }
+    }
+}
+
+/// Integer power by squaring, wrapping. A negative exponent gives 0 except
+/// for bases 1 and -1 (PyTorch's integer `pow`).
+macro_rules! int_pow {
+    ($base:expr, $exp:expr, $one:expr) => {{
+        let (base, exp) = ($base, $exp);
+        #[allow(unused_comparisons)]
+        if exp < 0 {
+            if base == $one {
+                $one
+            } else if base.wrapping_add($one) == 0 {
+                if exp.wrapping_rem(2) == 0 { $one } else { base }
+            } else {
+                0
+            }
+        } else {
+            let (mut result, mut b, mut e): (Self, Self, Self) = ($one, base, exp);
+            while e > 0 {
+                if e & 1 == 1 {
+                    result = result.wrapping_mul(b);
+                }
+                b = b.wrapping_mul(b);
+                e >>= 1;
+            }
+            result
+        }
+    }};
 }
 
 macro_rules! int_arith {
@@ -34,6 +86,9 @@ macro_rules! int_arith {
             #[inline(always)] fn mul(self, r: Self) -> Self { self.wrapping_mul(r) }
             #[inline(always)] fn div(self, r: Self) -> Self { self.checked_div(r).unwrap_or(0) }
             #[inline(always)] fn neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)] fn pow(self, r: Self) -> Self { int_pow!(self, r, 1) }
+            #[inline(always)] fn abs(self) -> Self { if self.less(0) { self.wrapping_neg() } else { self } }
+            #[inline(always)] fn less(self, r: Self) -> bool { self < r }
         }
     )*};
 }
@@ -47,10 +102,32 @@ macro_rules! float_arith {
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
             #[inline(always)] fn div(self, r: Self) -> Self { self / r }
             #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn pow(self, r: Self) -> Self { self.powf(r) }
+            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)] fn less(self, r: Self) -> bool { self < r }
+            #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};
 }
-float_arith!(f32, f64, f16, bf16);
+float_arith!(f32, f64);
+
+/// float16 and bfloat16 compute in float32 and round once, as PyTorch does.
+macro_rules! half_arith {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, r: Self) -> Self { self + r }
+            #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
+            #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
+            #[inline(always)] fn div(self, r: Self) -> Self { self / r }
+            #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn pow(self, r: Self) -> Self { <$t>::from_f32(self.to_f32().powf(r.to_f32())) }
+            #[inline(always)] fn abs(self) -> Self { <$t>::from_bits(self.to_bits() & 0x7fff) }
+            #[inline(always)] fn less(self, r: Self) -> bool { self < r }
+            #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
+        }
+    )*};
+}
+half_arith!(f16, bf16);
 
 macro_rules! complex_arith {
     ($($t:ty),*) => {$(
@@ -77,6 +154,10 @@ macro_rules! complex_arith {
                 }
             }
             #[inline(always)] fn neg(self) -> Self { -self }
+            #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
+            #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
+            #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
+            #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
         }
     )*};
 }
@@ -102,5 +183,18 @@ impl Arith for bool {
     #[inline(always)]
     fn neg(self) -> Self {
         self
+    }
+    /// `x ** y`: 1 unless x is false and y is true.
+    #[inline(always)]
+    fn pow(self, r: Self) -> Self {
+        self | !r
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn less(self, r: Self) -> bool {
+        !self & r
     }
 }

@@ -2,10 +2,10 @@
 //! plus the staging they need for layouts ndarray cannot write in place.
 
 use super::copy::{copy_into, materialize};
-use super::elementwise::{binary_inplace, binary_into, fill, neg_into};
+use super::elementwise::{binary_inplace, binary_into, compare_into, fill, unary_into};
 use super::random::fill_uniform;
-use super::reduce::sum_all;
-use crate::backend::{Backend, BinaryOp, ReduceOp, Rhs, UnaryOp};
+use super::reduce::reduce_into;
+use crate::backend::{Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
 use crate::storage::Storage;
 use crate::{DType, Device, Result, Scalar, Tensor};
 
@@ -20,6 +20,19 @@ fn scratch(like: &Tensor, dtype: DType) -> Result<Tensor> {
 /// `out` and `lhs` are one tensor (an in-place op).
 fn same_view(a: &Tensor, b: &Tensor) -> bool {
     a.data_ptr() == b.data_ptr() && a.layout() == b.layout()
+}
+
+/// The right-hand side as a tensor the typed loops can read (a number
+/// becomes a zero-dim tensor of `dtype`), and whether it goes on the left.
+fn operand(rhs: Rhs, dtype: DType) -> Result<(Tensor, bool)> {
+    Ok(match rhs {
+        Rhs::Tensor(t) => (materialize(t)?, false),
+        Rhs::Scalar { value, left } => {
+            let t = Tensor::empty(&[], dtype, Device::CPU)?;
+            fill(&t, value);
+            (t, left)
+        }
+    })
 }
 
 impl Backend for Cpu {
@@ -49,14 +62,7 @@ impl Backend for Cpu {
             self.binary(&wide, &lhs.to_dtype(compute)?, rhs, op)?;
             return copy_into(out, &wide);
         }
-        let (rhs, left) = match rhs {
-            Rhs::Tensor(t) => (materialize(t)?, false),
-            Rhs::Scalar { value, left } => {
-                let t = Tensor::empty(&[], dtype, Device::CPU)?;
-                fill(&t, value);
-                (t, left)
-            }
-        };
+        let (rhs, left) = operand(rhs, dtype)?;
         let in_place = same_view(out, lhs);
         if in_place && !left && binary_inplace(out, &rhs, op) {
             return Ok(());
@@ -73,26 +79,28 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
-        match op {
-            UnaryOp::Neg => neg_into(out, &materialize(src)?),
-        }
+    fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {
+        let (rhs, left) = operand(rhs, lhs.dtype())?;
+        let lhs = materialize(lhs)?;
+        let (a, b) = if left { (&rhs, &lhs) } else { (&lhs, &rhs) };
+        compare_into(out, a, b, op);
         Ok(())
     }
 
-    fn reduce(&self, src: &Tensor, op: ReduceOp, out_dtype: DType) -> Result<Tensor> {
-        let total = sum_all(&materialize(src)?);
-        let value = match op {
-            ReduceOp::Sum => total,
-            ReduceOp::Mean => {
-                let n = src.numel() as f64;
-                match total.rounded_to(out_dtype) {
-                    Scalar::Complex(re, im) => Scalar::Complex(re / n, im / n),
-                    s => Scalar::Float(s.as_f64() / n),
-                }
-            }
-        };
-        Tensor::full(&[], value, out_dtype, Device::CPU)
+    fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
+        unary_into(out, &materialize(src)?, op);
+        Ok(())
+    }
+
+    fn reduce(
+        &self,
+        src: &Tensor,
+        dims: &[usize],
+        op: ReduceOp,
+        out: &Tensor,
+        indices: Option<&Tensor>,
+    ) -> Result<()> {
+        reduce_into(src, dims, op, out, indices)
     }
 
     fn random(&self, dst: &Tensor) -> Result<()> {

@@ -1,9 +1,11 @@
 //! Elementwise kernels: binary ops with broadcasting, negation, fill.
 
-use super::arith::{Arith, BinaryOp};
+use super::arith::{Arith, BinaryOp, CompareOp};
 use super::strided::{view, view_mut};
-use crate::{Element, Scalar, Tensor, with_element};
+use crate::backend::UnaryOp;
+use crate::{DType, Element, Scalar, Tensor, with_element};
 use ndarray::Zip;
+use num_complex::{Complex32, Complex64};
 
 /// Above this many elements, contiguous loops split across cores.
 const PARALLEL_THRESHOLD: usize = 1 << 20;
@@ -91,6 +93,11 @@ fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
                 .zip(x)
                 .zip(y)
                 .for_each(|((o, &x), &y)| *o = x.div(y)),
+            BinaryOp::Pow => o
+                .iter_mut()
+                .zip(x)
+                .zip(y)
+                .for_each(|((o, &x), &y)| *o = x.pow(y)),
         };
         return par_chunks(os, xs, ys, kernel);
     }
@@ -135,12 +142,50 @@ pub(crate) fn binary_inplace(dst: &Tensor, src: &Tensor, op: BinaryOp) -> bool {
     })
 }
 
-/// `out = -a`; `out` is fresh and `a` materialized, both of one dtype.
-pub(crate) fn neg_into(out: &Tensor, a: &Tensor) {
+/// `out = a op b` for a comparison: `a` and `b` of one dtype, materialized,
+/// broadcast to the fresh bool tensor `out`.
+pub(crate) fn compare_into(out: &Tensor, a: &Tensor, b: &Tensor, op: CompareOp) {
+    with_element!(a.dtype(), T => {
+        // SAFETY: as in binary_into; out is a fresh bool tensor.
+        let (mut o, va, vb) = unsafe {
+            (view_mut::<bool>(out).unwrap(), view::<T>(a).unwrap(), view::<T>(b).unwrap())
+        };
+        let (va, vb) = (va.broadcast(o.raw_dim()).unwrap(), vb.broadcast(o.raw_dim()).unwrap());
+        Zip::from(&mut o)
+            .and(&va)
+            .and(&vb)
+            .for_each(|o, &x, &y| *o = T::compare(op, x, y));
+    })
+}
+
+/// `out = op(a)`; `out` is fresh and `a` materialized, both of one dtype
+/// (for the magnitude of complex numbers, `out` is of the real dtype).
+pub(crate) fn unary_into(out: &Tensor, a: &Tensor, op: UnaryOp) {
+    // The magnitude in the components' precision (`hypot`), as PyTorch's `abs`.
+    macro_rules! magnitudes {
+        ($real:ty, $complex:ty) => {{
+            // SAFETY: as in binary_into; out holds the real dtype.
+            let (mut o, va) = unsafe {
+                (
+                    view_mut::<$real>(out).unwrap(),
+                    view::<$complex>(a).unwrap(),
+                )
+            };
+            Zip::from(&mut o).and(&va).for_each(|o, z| *o = z.norm());
+        }};
+    }
+    match (op, a.dtype()) {
+        (UnaryOp::Abs, DType::C64) => return magnitudes!(f32, Complex32),
+        (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
+        _ => {}
+    }
     with_element!(out.dtype(), T => {
         // SAFETY: as in binary_into.
         let (mut o, va) = unsafe { (view_mut::<T>(out).unwrap(), view::<T>(a).unwrap()) };
-        Zip::from(&mut o).and(&va).for_each(|o, &x| *o = x.neg());
+        match op {
+            UnaryOp::Neg => Zip::from(&mut o).and(&va).for_each(|o, &x| *o = Arith::neg(x)),
+            UnaryOp::Abs => Zip::from(&mut o).and(&va).for_each(|o, &x| *o = Arith::abs(x)),
+        }
     })
 }
 

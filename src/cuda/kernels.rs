@@ -360,10 +360,11 @@ pub fn fill(dst: &Tensor, value: Scalar) -> Result<()> {
     }
 }
 
-/// The sum of a contiguous tensor's elements as a zero-dim tensor of
-/// `out_dtype` (int64 for integer inputs), multiplied by `scale` (1/n for mean).
-pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
-    debug_assert!(src.is_contiguous());
+/// The sum of a contiguous tensor's elements, multiplied by `scale` (1/n
+/// for mean), into the one-element `out` (int64 for integer inputs).
+pub fn sum(src: &Tensor, out: &Tensor, scale: f64) -> Result<()> {
+    debug_assert!(src.is_contiguous() && out.numel() == 1);
+    let out_dtype = out.dtype();
     let tag = tag_for("sum", src.dtype())?;
     let out_tag = match out_dtype {
         DType::I64 if !src.dtype().is_floating_point() => "i64",
@@ -371,7 +372,6 @@ pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
         dt => return Err(not_implemented("sum", dt)),
     };
     let gpu = gpu_of(src.device())?;
-    let out = Tensor::empty(&[], out_dtype, src.device())?;
     let n = src.numel();
     let mut ps = dev_ptr(src)?;
     let mut wide = is_wide(&[ps]);
@@ -400,7 +400,7 @@ pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
         )?
     };
     let mut m = blocks as i64;
-    let mut po = dev_ptr(&out)?;
+    let mut po = dev_ptr(out)?;
     let mut scale = scale;
     let final_name = format!("dlb_sum_final_{out_tag}");
     let f = gpu.function(REDUCE, "all", &final_name)?;
@@ -413,7 +413,7 @@ pub fn sum(src: &Tensor, out_dtype: DType, scale: f64) -> Result<Tensor> {
             &mut [arg(&mut pp), arg(&mut m), arg(&mut po), arg(&mut scale)],
         )?
     };
-    Ok(out)
+    Ok(())
 }
 
 /// Fills a fresh contiguous floating tensor with uniform values in [0, 1).

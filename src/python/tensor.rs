@@ -798,14 +798,14 @@ impl PyTensor {
     fn sum(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let dt = extract_opt_dtype(dtype)?;
         let t = &self.inner;
-        Ok(self.derived(maybe_detach(py, t.numel(), || ops::sum(t, dt)).py()?))
+        Ok(self.derived(maybe_detach(py, t.numel(), || ops::sum(t, None, false, dt)).py()?))
     }
 
     #[pyo3(signature = (*, dtype=None))]
     fn mean(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let dt = extract_opt_dtype(dtype)?;
         let t = &self.inner;
-        Ok(self.derived(maybe_detach(py, t.numel(), || ops::mean(t, dt)).py()?))
+        Ok(self.derived(maybe_detach(py, t.numel(), || ops::mean(t, None, false, dt)).py()?))
     }
 
     // ----- Python values -----

@@ -1,0 +1,355 @@
+//! Elementwise arithmetic and comparisons with PyTorch's promotion,
+//! broadcasting and in-place rules.
+
+use super::{Operand, device_of, lift_cpu_scalar, result_type};
+use crate::backend::{self, BinaryOp, CompareOp, Rhs, UnaryOp};
+use crate::layout::broadcast_shapes;
+use crate::{Category, DType, Result, Scalar, Tensor, bail};
+
+fn is_bool(op: &Operand) -> bool {
+    match op {
+        Operand::Tensor(t) => t.dtype() == DType::Bool,
+        Operand::Scalar(s) => matches!(s, Scalar::Bool(_)),
+    }
+}
+
+/// PyTorch refuses subtraction whenever an operand is bool.
+fn check_bool_op(op: BinaryOp, a: &Operand, b: &Operand) -> Result<()> {
+    if op != BinaryOp::Sub {
+        return Ok(());
+    }
+    match (is_bool(a), is_bool(b)) {
+        (true, true) => bail!(
+            NotImplemented,
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+             `logical_xor()` operator instead."
+        ),
+        (true, false) | (false, true) => bail!(
+            NotImplemented,
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to \
+             invert a mask, use the `~` or `logical_not()` operator instead."
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// PyTorch refuses an integer tensor raised to a negative integer number
+/// (a tensor of negative exponents is allowed: those powers are 0, 1 or -1).
+fn check_integer_power(op: BinaryOp, dtype: DType, exponent: &Operand) -> Result<()> {
+    let integral = matches!(dtype.category(), Category::Integral | Category::Bool);
+    if op == BinaryOp::Pow
+        && integral
+        && matches!(exponent, Operand::Scalar(Scalar::Int(e)) if *e < 0)
+    {
+        bail!(
+            InvalidOperation,
+            "Integers to negative integer powers are not allowed."
+        );
+    }
+    Ok(())
+}
+
+/// The dtype an op computes and returns in: true division of integers and
+/// bools gives the default float type.
+fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
+    match promoted.category() {
+        Category::Bool | Category::Integral if op == BinaryOp::Div => DType::DEFAULT_FLOAT,
+        _ => promoted,
+    }
+}
+
+/// A Python number as the backend gets it: on the left of `-` or `/` it is
+/// first rounded to the op's dtype (PyTorch's `rsub`/`rdiv` wrap it in a
+/// tensor of that dtype); elsewhere it keeps its full precision and meets the
+/// tensor in the dtype's compute type (see [`Rhs::Scalar`]).
+fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static> {
+    let value = if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
+        value.rounded_to(dtype)
+    } else {
+        value
+    };
+    Rhs::Scalar { value, left }
+}
+
+/// `a op b` as a new tensor.
+pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
+    let (lifted_a, lifted_b) = lift_pair(a, b)?;
+    let a = lifted_a.as_ref().map_or(a, Operand::Tensor);
+    let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
+    let device = device_of(&[a, b])?;
+    let dtype = compute_dtype(op, result_type(&[a, b])?);
+    check_bool_op(op, &a, &b)?;
+    check_integer_power(op, dtype, &b)?;
+    let number = |s, left| number(s, dtype, op, left);
+    elementwise(a, b, dtype, number, |lhs, rhs, shape| {
+        let out = Tensor::empty(&shape, dtype, device)?;
+        backend::of(device).binary(&out, lhs, rhs, op)?;
+        Ok(out)
+    })
+}
+
+/// Both sides' zero-dim CPU tensors lifted onto the other side's device
+/// where PyTorch allows it (see [`lift_cpu_scalar`]).
+fn lift_pair(a: Operand, b: Operand) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => {
+            Ok((lift_cpu_scalar(x, &b)?, lift_cpu_scalar(y, &a)?))
+        }
+        _ => Ok((None, None)),
+    }
+}
+
+/// Calls `run(lhs, rhs, shape)` for an elementwise op on `a` and `b`: the
+/// tensor side (the left one when both are) cast to `dtype`, the other as a
+/// tensor of `dtype` or as the number `number(value, left)` gives, and the
+/// broadcast output shape.
+fn elementwise<R>(
+    a: Operand,
+    b: Operand,
+    dtype: DType,
+    number: impl Fn(Scalar, bool) -> Rhs<'static>,
+    run: impl FnOnce(&Tensor, Rhs, Vec<usize>) -> Result<R>,
+) -> Result<R> {
+    let cast_rhs: Tensor;
+    let (lhs, rhs) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => {
+            cast_rhs = y.to_dtype(dtype)?;
+            (x, Rhs::Tensor(&cast_rhs))
+        }
+        (Operand::Tensor(x), Operand::Scalar(s)) => (x, number(s, false)),
+        (Operand::Scalar(s), Operand::Tensor(y)) => (y, number(s, true)),
+        (Operand::Scalar(_), Operand::Scalar(_)) => unreachable!("device_of needs a tensor"),
+    };
+    let lhs = lhs.to_dtype(dtype)?;
+    let shape = match rhs {
+        Rhs::Tensor(r) => broadcast_shapes(lhs.shape(), r.shape())?,
+        Rhs::Scalar { .. } => lhs.shape().to_vec(),
+    };
+    run(&lhs, rhs, shape)
+}
+
+/// `dst op= b`, writing into dst's memory (PyTorch's `add_` and `+=`).
+pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
+    let lifted = match b {
+        Operand::Tensor(t) => lift_cpu_scalar(t, &Operand::Tensor(dst))?,
+        Operand::Scalar(_) => None,
+    };
+    let b = lifted.as_ref().map_or(b, Operand::Tensor);
+    let device = device_of(&[Operand::Tensor(dst), b])?;
+    let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
+    if !DType::can_cast(dtype, dst.dtype()) {
+        bail!(
+            InvalidOperation,
+            "result type {} can't be cast to the desired output type {}",
+            dtype.scalar_type_name(),
+            dst.dtype().scalar_type_name()
+        );
+    }
+    check_bool_op(op, &Operand::Tensor(dst), &b)?;
+    check_integer_power(op, dtype, &b)?;
+    if let Operand::Tensor(t) = b {
+        let shape = broadcast_shapes(dst.shape(), t.shape())?;
+        if shape != dst.shape() {
+            bail!(
+                InvalidOperation,
+                "output with shape {:?} doesn't match the broadcast shape {:?}",
+                dst.shape(),
+                shape
+            );
+        }
+    }
+    dst.ensure_writable()?;
+    if dtype != dst.dtype() {
+        // Compute in the promoted dtype, then cast back into dst (PyTorch does the same).
+        let result = binary(Operand::Tensor(dst), b, op)?;
+        return dst.copy_(&result);
+    }
+    // A right-hand side sharing dst's memory is read from a copy: the
+    // backends write dst as they go.
+    let cast_rhs: Tensor;
+    let rhs = match b {
+        Operand::Tensor(t) => {
+            cast_rhs = match t.to_dtype(dtype)? {
+                r if r.may_overlap(dst) => r.clone_data()?,
+                r => r,
+            };
+            Rhs::Tensor(&cast_rhs)
+        }
+        Operand::Scalar(s) => number(s, dtype, op, false),
+    };
+    backend::of(device).binary(dst, dst, rhs, op)
+}
+
+/// `-a`.
+pub fn neg(a: &Tensor) -> Result<Tensor> {
+    if a.dtype() == DType::Bool {
+        bail!(
+            NotImplemented,
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert \
+             a mask, use the `~` or `logical_not()` operator instead."
+        );
+    }
+    let out = Tensor::empty(a.shape(), a.dtype(), a.device())?;
+    backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
+    Ok(out)
+}
+
+/// `|a|`: the magnitude, a real tensor for complex input; refused for bool.
+pub fn abs(a: &Tensor) -> Result<Tensor> {
+    if a.dtype() == DType::Bool {
+        bail!(
+            NotImplemented,
+            "\"abs_{}\" not implemented for 'Bool'",
+            if a.device().is_cpu() { "cpu" } else { "cuda" }
+        );
+    }
+    let out = Tensor::empty(a.shape(), a.dtype().to_real(), a.device())?;
+    backend::of(a.device()).unary(&out, a, UnaryOp::Abs)?;
+    Ok(out)
+}
+
+/// `a op b` for a comparison, as a bool tensor: both sides promoted to
+/// their result type (a number rounded to it, as PyTorch does), broadcast.
+pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
+    let (lifted_a, lifted_b) = lift_pair(a, b)?;
+    let a = lifted_a.as_ref().map_or(a, Operand::Tensor);
+    let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
+    let device = device_of(&[a, b])?;
+    let dtype = result_type(&[a, b])?;
+    if op.orders() && dtype.is_complex() {
+        bail!(
+            NotImplemented,
+            "\"{}_{}\" not implemented for '{}'",
+            op.name(),
+            if device.is_cpu() { "cpu" } else { "cuda" },
+            dtype.scalar_type_name()
+        );
+    }
+    let number = |value: Scalar, left| Rhs::Scalar {
+        value: value.rounded_to(dtype),
+        left,
+    };
+    elementwise(a, b, dtype, number, |lhs, rhs, shape| {
+        let out = Tensor::empty(&shape, DType::Bool, device)?;
+        backend::of(device).compare(&out, lhs, rhs, op)?;
+        Ok(out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+
+    fn t(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::zeros(shape, dtype, Device::CPU).unwrap()
+    }
+
+    #[test]
+    fn arithmetic_broadcasts_and_promotes() {
+        let a =
+            Tensor::from_scalars(&[2, 1], &[Scalar::Int(1), Scalar::Int(2)], DType::I32).unwrap();
+        let b = Tensor::from_scalars(&[3], &[Scalar::Float(0.5); 3], DType::F64).unwrap();
+        let c = binary((&a).into(), (&b).into(), BinaryOp::Add).unwrap();
+        assert_eq!(c.shape(), &[2, 3]);
+        assert_eq!(c.dtype(), DType::F64);
+        assert_eq!(c.to_scalars().unwrap()[3], Scalar::Float(2.5));
+        let d = binary((&a).into(), Scalar::Int(2).into(), BinaryOp::Div).unwrap();
+        assert_eq!(d.dtype(), DType::F32);
+        assert_eq!(
+            d.to_scalars().unwrap(),
+            vec![Scalar::Float(0.5), Scalar::Float(1.0)]
+        );
+    }
+
+    #[test]
+    fn in_place_rules() {
+        let a = t(&[3], DType::I64);
+        let err = binary_(&a, Scalar::Float(1.5).into(), BinaryOp::Add).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "result type Float can't be cast to the desired output type Long"
+        );
+        let wide = t(&[2, 3], DType::I64);
+        assert!(binary_(&a, (&wide).into(), BinaryOp::Add).is_err());
+        let f = t(&[3], DType::F32);
+        binary_(&f, Scalar::Int(2).into(), BinaryOp::Add).unwrap();
+        binary_(&f, (&f).into(), BinaryOp::Mul).unwrap();
+        assert_eq!(f.to_scalars().unwrap(), vec![Scalar::Float(4.0); 3]);
+    }
+
+    fn from(values: &[Scalar], dtype: DType) -> Tensor {
+        Tensor::from_scalars(&[values.len()], values, dtype).unwrap()
+    }
+
+    #[test]
+    fn comparisons_promote_and_round_numbers_to_the_dtype() {
+        let i = from(
+            &[Scalar::Int(1), Scalar::Int(2), Scalar::Int(3)],
+            DType::I32,
+        );
+        let eq = compare((&i).into(), Scalar::Int(2).into(), CompareOp::Eq).unwrap();
+        assert_eq!(eq.dtype(), DType::Bool);
+        assert_eq!(
+            eq.to_scalars().unwrap(),
+            [false, true, false].map(Scalar::Bool)
+        );
+        let lt = compare((&i).into(), Scalar::Float(2.5).into(), CompareOp::Lt).unwrap();
+        assert_eq!(
+            lt.to_scalars().unwrap(),
+            [true, true, false].map(Scalar::Bool)
+        );
+        // uint8 < -1: -1 wraps to 255 in uint8, as in PyTorch.
+        let u = from(&[Scalar::Int(1)], DType::U8);
+        let wrapped = compare((&u).into(), Scalar::Int(-1).into(), CompareOp::Lt).unwrap();
+        assert_eq!(wrapped.item().unwrap(), Scalar::Bool(true));
+        let h = from(&[Scalar::Float(1.5)], DType::F16);
+        let close = compare((&h).into(), Scalar::Float(1.5000001).into(), CompareOp::Eq).unwrap();
+        assert_eq!(close.item().unwrap(), Scalar::Bool(true));
+        let nan = from(&[Scalar::Float(f64::NAN)], DType::F32);
+        for op in [CompareOp::Eq, CompareOp::Lt, CompareOp::Ge] {
+            let r = compare((&nan).into(), (&nan).into(), op).unwrap();
+            assert_eq!(r.item().unwrap(), Scalar::Bool(false), "{op:?}");
+        }
+        let c = from(&[Scalar::Complex(0.0, 1.0)], DType::C64);
+        assert!(compare((&c).into(), Scalar::Int(1).into(), CompareOp::Lt).is_err());
+        assert!(compare((&c).into(), Scalar::Complex(0.0, 1.0).into(), CompareOp::Eq).is_ok());
+    }
+
+    #[test]
+    fn powers_and_magnitudes_follow_torch() {
+        let i = from(
+            &[Scalar::Int(1), Scalar::Int(2), Scalar::Int(3)],
+            DType::I32,
+        );
+        let sq = binary((&i).into(), Scalar::Int(2).into(), BinaryOp::Pow).unwrap();
+        assert_eq!(
+            (sq.dtype(), sq.to_scalars().unwrap()),
+            (DType::I32, [1, 4, 9].map(Scalar::Int).to_vec())
+        );
+        assert!(binary((&i).into(), Scalar::Int(-1).into(), BinaryOp::Pow).is_err());
+        let e = from(
+            &[Scalar::Int(-1), Scalar::Int(-1), Scalar::Int(-2)],
+            DType::I32,
+        );
+        let b = from(
+            &[Scalar::Int(2), Scalar::Int(-1), Scalar::Int(-1)],
+            DType::I32,
+        );
+        let neg = binary((&b).into(), (&e).into(), BinaryOp::Pow).unwrap();
+        assert_eq!(neg.to_scalars().unwrap(), [0, -1, 1].map(Scalar::Int));
+        let f = binary((&i).into(), Scalar::Float(0.5).into(), BinaryOp::Pow).unwrap();
+        assert_eq!(f.dtype(), DType::F32);
+        let wrap = from(&[Scalar::Int(3)], DType::I8);
+        let w = binary((&wrap).into(), Scalar::Int(5).into(), BinaryOp::Pow).unwrap();
+        assert_eq!(w.item().unwrap(), Scalar::Int(-13));
+        let m = abs(&from(&[Scalar::Complex(-3.0, 4.0)], DType::C64)).unwrap();
+        assert_eq!(
+            (m.dtype(), m.item().unwrap()),
+            (DType::F32, Scalar::Float(5.0))
+        );
+        let min = abs(&from(&[Scalar::Int(-128)], DType::I8)).unwrap();
+        assert_eq!(min.item().unwrap(), Scalar::Int(-128));
+        assert!(abs(&from(&[Scalar::Bool(true)], DType::Bool)).is_err());
+    }
+}

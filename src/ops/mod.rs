@@ -1,0 +1,137 @@
+//! PyTorch's semantics, written once for every device: type promotion,
+//! broadcasting, in-place rules and scalar rounding. Each function checks
+//! and prepares its operands, then hands the computation to
+//! `backend::of(device)`; nothing here branches on the device.
+//!
+//! - `mod.rs`: operands, `result_type`, where an op runs;
+//! - `arith.rs`: arithmetic, powers, comparisons, `neg`, `abs`;
+//! - `reduce.rs`: `sum`, `mean`, `max`, `min`, `amax`, `amin`;
+//! - `range.rs`: `arange`, `eye`.
+
+mod arith;
+mod range;
+mod reduce;
+
+pub use arith::{abs, binary, binary_, compare, neg};
+pub use range::{arange, eye};
+pub use reduce::{Reduced, amax, amin, max, max_dim, mean, min, min_dim, sum};
+
+use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
+
+/// One side of a binary op: a tensor, or a Python number (a "wrapped number"
+/// in PyTorch, which has the lowest say in the result dtype).
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+
+impl From<Scalar> for Operand<'_> {
+    fn from(s: Scalar) -> Self {
+        Operand::Scalar(s)
+    }
+}
+
+/// PyTorch's `combine_categories`: a lower-priority operand only matters when
+/// it is of a higher category than `higher`.
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Result<Option<DType>> {
+    let (Some(h), Some(l)) = (higher, lower) else {
+        return Ok(higher.or(lower));
+    };
+    Ok(Some(match (h.category(), l.category()) {
+        (Category::Complex, _) => h,
+        (Category::Floating, Category::Complex) => DType::promote(h, DType::C64)?,
+        (_, Category::Complex) => l,
+        (Category::Floating, _) => h,
+        (Category::Bool, _) | (_, Category::Floating) => DType::promote(h, l)?,
+        _ => h,
+    }))
+}
+
+/// `torch.result_type` over any operands: tensors with dimensions first,
+/// then zero-dim tensors, then Python numbers.
+pub fn result_type(operands: &[Operand]) -> Result<DType> {
+    let (mut dims, mut zero, mut wrapped) = (None, None, None);
+    for op in operands {
+        let (slot, dt) = match op {
+            Operand::Tensor(t) if t.ndim() > 0 => (&mut dims, t.dtype()),
+            Operand::Tensor(t) => (&mut zero, t.dtype()),
+            Operand::Scalar(s) => (&mut wrapped, s.wrapped_dtype()),
+        };
+        *slot = Some(match *slot {
+            None => dt,
+            Some(prev) => DType::promote(prev, dt)?,
+        });
+    }
+    Ok(combine(dims, combine(zero, wrapped)?)?.expect("at least one operand"))
+}
+
+fn device_of(operands: &[Operand]) -> Result<Device> {
+    let mut devices = operands.iter().filter_map(|op| match op {
+        Operand::Tensor(t) => Some(t.device()),
+        Operand::Scalar(_) => None,
+    });
+    let first = devices.next().expect("a tensor operand");
+    for d in devices {
+        if d != first {
+            bail!(
+                InvalidOperation,
+                "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+                if first.is_cpu() { d } else { first },
+                if first.is_cpu() { first } else { d }
+            );
+        }
+    }
+    Ok(first)
+}
+
+/// PyTorch lets a zero-dim CPU tensor take part in a CUDA op as a value:
+/// the copy of `t` on `other`'s device when that applies.
+fn lift_cpu_scalar(t: &Tensor, other: &Operand) -> Result<Option<Tensor>> {
+    match other {
+        Operand::Tensor(o) if t.ndim() == 0 && t.device().is_cpu() && !o.device().is_cpu() => {
+            Ok(Some(t.to_device(o.device())?))
+        }
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::zeros(shape, dtype, Device::CPU).unwrap()
+    }
+
+    #[test]
+    fn result_type_follows_torch() {
+        let (f16v, i32v, i32s, f64s) = (
+            t(&[2], DType::F16),
+            t(&[2], DType::I32),
+            t(&[], DType::I32),
+            t(&[], DType::F64),
+        );
+        let rt = |ops: &[Operand]| result_type(ops).unwrap();
+        assert_eq!(rt(&[(&i32v).into(), Scalar::Float(1.0).into()]), DType::F32);
+        assert_eq!(rt(&[(&i32v).into(), Scalar::Int(1).into()]), DType::I32);
+        assert_eq!(rt(&[(&f16v).into(), Scalar::Float(1.0).into()]), DType::F16);
+        assert_eq!(rt(&[(&i32v).into(), (&f64s).into()]), DType::F64);
+        assert_eq!(rt(&[(&f16v).into(), (&f64s).into()]), DType::F16);
+        assert_eq!(rt(&[(&i32s).into(), Scalar::Float(1.0).into()]), DType::F32);
+        assert_eq!(
+            rt(&[(&f16v).into(), Scalar::Complex(0.0, 1.0).into()]),
+            DType::C64
+        );
+        assert_eq!(
+            rt(&[Scalar::Bool(true).into(), (&t(&[1], DType::Bool)).into()]),
+            DType::Bool
+        );
+    }
+}

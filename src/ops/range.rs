@@ -1,0 +1,55 @@
+//! Tensors made from a range: `arange` and `eye`.
+
+use crate::{DType, Device, Result, Scalar, Tensor, bail};
+
+/// `arange(start, end, step)`: integers when every bound is an integer.
+pub fn arange(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+    device: Device,
+) -> Result<Tensor> {
+    let all_int = [start, end, step]
+        .iter()
+        .all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
+    let dtype = dtype.unwrap_or(if all_int {
+        DType::I64
+    } else {
+        DType::DEFAULT_FLOAT
+    });
+    let (s, e, st) = (start.as_f64(), end.as_f64(), step.as_f64());
+    if st == 0.0 {
+        bail!(InvalidOperation, "step must be nonzero");
+    }
+    if !(s.is_finite() && e.is_finite()) {
+        bail!(InvalidOperation, "unsupported range: {s} -> {e}");
+    }
+    if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+        bail!(
+            InvalidOperation,
+            "upper bound and lower bound inconsistent with step sign"
+        );
+    }
+    let n = ((e - s) / st).ceil() as usize;
+    let values: Vec<Scalar> = match (start, step) {
+        (Scalar::Int(a), Scalar::Int(b)) if all_int => {
+            (0..n).map(|i| Scalar::Int(a + b * i as i128)).collect()
+        }
+        _ => (0..n).map(|i| Scalar::Float(s + st * i as f64)).collect(),
+    };
+    Tensor::from_scalars(&[n], &values, dtype)?.to_device(device)
+}
+
+/// The identity matrix (`eye(n, m)`).
+pub fn eye(n: usize, m: Option<usize>, dtype: DType, device: Device) -> Result<Tensor> {
+    let m = m.unwrap_or(n);
+    let t = Tensor::zeros(&[n, m], dtype, device)?;
+    let diagonal = t.with_layout(crate::Layout {
+        shape: vec![n.min(m)],
+        strides: vec![t.layout().strides.iter().sum()],
+        offset: 0,
+    });
+    diagonal.fill_(Scalar::Int(1))?;
+    Ok(t)
+}
