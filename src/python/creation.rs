@@ -42,7 +42,7 @@ pub(crate) fn tensor_from_data(
     } else if super::numpy::is_ndarray(data) {
         Some(super::numpy::tensor_from_ndarray(data)?)
     } else if to_scalar(data)?.is_none() && data.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        Some(super::dlpack::import_object(data)?.0)
+        Some(super::dlpack_import::import_object(data)?.0)
     } else {
         None
     };

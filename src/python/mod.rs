@@ -1,14 +1,15 @@
 //! The `dlbridge._core` extension module: PyTorch's tensor API over the core.
 
+mod capsule;
 mod convert;
 mod creation;
 mod cuda;
 mod device;
-mod dlpack;
+mod dlpack_export;
+mod dlpack_import;
 mod dtype;
 mod errors;
 mod exchange_api;
-mod fastcall;
 mod index;
 mod numpy;
 mod tensor;
@@ -18,13 +19,13 @@ use pyo3::prelude::*;
 #[pymodule]
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
-    fastcall::install(&m.py().get_type::<tensor::PyTensor>())?;
+    dlpack_export::install(&m.py().get_type::<tensor::PyTensor>())?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;
     creation::register(m)?;
     numpy::register(m)?;
-    dlpack::register(m)?;
+    dlpack_import::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;

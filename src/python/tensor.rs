@@ -940,10 +940,10 @@ impl PyTensor {
         super::numpy::array_protocol(slf, dtype, copy)
     }
 
-    // `__dlpack__` is installed as a vectorcall method by `fastcall.rs`.
+    // `__dlpack__` is installed as a vectorcall method by `dlpack_export.rs`.
 
     fn __dlpack_device__(&self) -> (u32, i32) {
-        super::dlpack::dlpack_device(&self.inner)
+        super::dlpack_export::dlpack_device(&self.inner)
     }
 
     #[getter]
@@ -964,7 +964,7 @@ impl PyTensor {
     /// The DLPack C exchange API table (see `exchange_api.rs`).
     #[classattr]
     fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
-        super::exchange_api::capsule(py)
+        super::dlpack_export::exchange_api_capsule(py)
     }
 
     /// NumPy defers binary operators to dlbridge, so `ndarray + tensor` is a tensor.
