@@ -15,7 +15,10 @@
 //! against interned strings first, so a call costs about what NumPy's does.
 //!
 //! Layer: above `capsule`, `tensor` and `exchange_api` (the table and the
-//! export counters); `tensor` and `mod.rs` (which installs `__dlpack__`) use it.
+//! export counters); `methods` and `mod.rs` (which installs `__dlpack__`) use it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use super::capsule::{self, Abi};
 use super::errors::{IntoPyResult, type_name};

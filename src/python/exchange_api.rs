@@ -11,6 +11,9 @@
 //!
 //! Layer: above `capsule` and `tensor`; `dlpack_export` and `dlpack_import`
 //! use it (the table, the counters).
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use super::capsule::take_managed;
 use super::errors::IntoPyResult;

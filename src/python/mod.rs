@@ -1,5 +1,27 @@
 //! The `dlbridge._core` extension module: PyTorch's tensor API over the core.
+//!
+//! Layer: the top; it registers what the files below define. Each file
+//! depends only on files to its left in this order (`tests/python/
+//! test_layering.py` fails on a cycle):
+//!
+//! ```text
+//! errors, capsule, dtype      leaves: exceptions, raw PyCapsule calls, dtype objects
+//!   -> device                 device objects and arguments
+//!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
+//!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
+//!   -> args                   argument parsing: sizes, dims, numbers, operands, to()
+//!   -> nested, exchange_api   nested Python data; dlbridge's C exchange API table
+//!   -> dlpack_export,         the DLPack producer (__dlpack__, __dlpack_device__)
+//!      dlpack_import          the DLPack consumer (from_dlpack)
+//!   -> creation               factories and tensor_from_data
+//!   -> convert, arith,        to()/cpu()/item()/..., operators and in-place writes,
+//!      index, cuda            t[key], dlbridge.cuda and __cuda_array_interface__
+//!   -> methods                the #[pymethods] block of Tensor
+//!   -> mod.rs                 the module
+//! ```
 
+mod args;
+mod arith;
 mod capsule;
 mod convert;
 mod creation;
@@ -11,6 +33,8 @@ mod dtype;
 mod errors;
 mod exchange_api;
 mod index;
+mod methods;
+mod nested;
 mod numpy;
 mod tensor;
 
