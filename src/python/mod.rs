@@ -1,8 +1,9 @@
 //! The `dlbridge._core` extension module: PyTorch's tensor API over the core.
 //!
-//! Layer: the top; it registers what the files below define. Each file
-//! depends only on files to its left in this order (`tests/python/
-//! test_layering.py` fails on a cycle):
+//! Layer: the top; it declares the files of `python/` and registers what
+//! they define. Each file depends only on files of earlier lines in this
+//! order, never on one of its own line (`tests/python/test_layering.py`
+//! fails on a cycle):
 //!
 //! ```text
 //! errors, capsule, dtype      leaves: exceptions, raw PyCapsule calls, dtype objects
