@@ -1,54 +1,151 @@
-//! Python numbers <-> [`Scalar`], and nested Python sequences -> tensors.
+//! Conversions of a tensor: to another device or dtype (`to`, `cuda`, `cpu`,
+//! `type`, `float`, ... `contiguous`), and to Python values (`item`,
+//! `tolist`, `len`, `bool`, `float`, `int`, `index`, `dlbridge.Size` shapes
+//! and strides, `repr`).
+//!
+//! Layer: above `args`; only `methods` uses it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
-use super::tensor::PyTensor;
-use crate::{DType, Scalar, Tensor};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use super::args::{Target, normalize_dim, to_target};
+use super::device::extract_opt_device;
+use super::dtype::extract_dtype;
+use super::errors::IntoPyResult;
+use super::tensor::{PyTensor, legacy_type_name, maybe_detach};
+use crate::{DType, Device, Scalar, Tensor};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PySequence, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyComplex, PyDict, PyList, PyTuple};
 
-/// A Python number as a scalar, or `None` when `ob` is not a number.
-pub(crate) fn to_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
-    if let Ok(b) = ob.cast::<PyBool>() {
-        return Ok(Some(Scalar::Bool(b.is_true())));
+// ----- device and dtype -----
+
+/// The shared body of `to`, `cuda`, `cpu`, `type` and the dtype shortcuts:
+/// the same object when nothing changes, a new tensor otherwise.
+fn convert(slf: &Bound<'_, PyTensor>, target: Target) -> PyResult<Py<PyAny>> {
+    let Target {
+        device,
+        dtype,
+        copy,
+    } = target;
+    let py = slf.py();
+    let this = slf.get();
+    let t = &this.inner;
+    let device = device.map(resolve_device);
+    let same_device = device.is_none_or(|d| d == t.device());
+    let same_dtype = dtype.is_none_or(|d| d == t.dtype());
+    if same_device && same_dtype && !copy {
+        return Ok(slf.clone().into_any().unbind());
     }
-    if ob.is_instance_of::<PyInt>() {
-        return int_scalar(ob).map(Some);
-    }
-    if let Ok(f) = ob.cast::<PyFloat>() {
-        return Ok(Some(Scalar::Float(f.value())));
-    }
-    if let Ok(c) = ob.cast::<PyComplex>() {
-        return Ok(Some(Scalar::Complex(c.real(), c.imag())));
-    }
-    // NumPy scalars (np.int32(3), np.bool_(True), ...) are not all Python number types.
-    if ob.is_instance(numpy_generic(ob.py())?)? {
-        return to_scalar(&ob.call_method0(pyo3::intern!(ob.py(), "item"))?);
-    }
-    Ok(None)
+    let out = maybe_detach(py, t.numel(), || -> crate::Result<Tensor> {
+        let moved = match device {
+            Some(d) if d != t.device() => t.to_device(d)?,
+            _ => t.clone(),
+        };
+        let cast = moved.to_dtype(dtype.unwrap_or(t.dtype()))?;
+        if copy && cast.storage().as_ptr() == t.storage().as_ptr() {
+            cast.clone_data()
+        } else {
+            Ok(cast)
+        }
+    })
+    .py()?;
+    Ok(Py::new(py, this.derived(out))?.into_any())
 }
 
-static NUMPY_GENERIC: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-
-/// `numpy.generic`, the base class of NumPy's scalar types.
-fn numpy_generic(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    NUMPY_GENERIC
-        .get_or_try_init(py, || {
-            Ok::<_, PyErr>(py.import("numpy")?.getattr("generic")?.unbind())
-        })
-        .map(|g| g.bind(py))
+/// `cuda` without an index means the current device, which is device 0
+/// (as in PyTorch, a `cuda:1` tensor's `.to('cuda')` moves to it).
+fn resolve_device(d: Device) -> Device {
+    match (d.kind, d.index) {
+        (crate::DeviceKind::Cuda, None) => Device::cuda(Some(0)),
+        _ => d.canonical(),
+    }
 }
 
-fn int_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
-    if let Ok(i) = ob.extract::<i64>() {
-        return Ok(Scalar::Int(i as i128));
+fn moved_to(device: Device) -> Target {
+    Target {
+        device: Some(device),
+        dtype: None,
+        copy: false,
     }
-    if let Ok(u) = ob.extract::<u64>() {
-        return Ok(Scalar::Int(u as i128));
-    }
-    Err(PyRuntimeError::new_err(format!(
-        "Overflow when unpacking long: {ob} does not fit in 64 bits"
-    )))
 }
+
+/// `to(...)`: see [`to_target`] for the forms it takes.
+pub(crate) fn to(
+    slf: &Bound<'_, PyTensor>,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    convert(slf, to_target(args, kwargs)?)
+}
+
+/// `cuda(device=None)`: a copy on a CUDA device (the current one by default).
+pub(crate) fn cuda(
+    slf: &Bound<'_, PyTensor>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let d = extract_opt_device(device)?.unwrap_or(Device::cuda(None));
+    if d.is_cpu() {
+        return Err(PyRuntimeError::new_err(format!(
+            "Invalid device, must be cuda device, got {d}"
+        )));
+    }
+    convert(slf, moved_to(d))
+}
+
+/// `cpu(device=None)`: itself when on the CPU, else a host copy.
+pub(crate) fn cpu(
+    slf: &Bound<'_, PyTensor>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    if let Some(d) = extract_opt_device(device)?
+        && !d.is_cpu()
+    {
+        return Err(PyRuntimeError::new_err(format!(
+            "cpu() moves to the CPU, but device {d} was given"
+        )));
+    }
+    convert(slf, moved_to(Device::CPU))
+}
+
+/// `type()`: the legacy type name; `type(dtype)`: a cast.
+pub(crate) fn type_(
+    slf: &Bound<'_, PyTensor>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    match dtype {
+        None => Ok(legacy_type_name(&slf.get().inner)
+            .into_pyobject(slf.py())?
+            .into_any()
+            .unbind()),
+        Some(d) => cast(slf, extract_dtype(d)?),
+    }
+}
+
+/// `float()`, `double()`, ...: the tensor as `dtype` (itself if it already is).
+pub(crate) fn cast(slf: &Bound<'_, PyTensor>, dtype: DType) -> PyResult<Py<PyAny>> {
+    convert(
+        slf,
+        Target {
+            device: None,
+            dtype: Some(dtype),
+            copy: false,
+        },
+    )
+}
+
+/// `contiguous()`: itself when contiguous, else a contiguous copy.
+pub(crate) fn contiguous(slf: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+    let this = slf.get();
+    if this.inner.is_contiguous() {
+        return Ok(slf.clone().into_any().unbind());
+    }
+    let copy = this.compute(slf.py(), Tensor::clone_data)?;
+    Ok(Py::new(slf.py(), copy)?.into_any())
+}
+
+// ----- Python values -----
 
 pub(crate) fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
     Ok(match s {
@@ -60,11 +157,7 @@ pub(crate) fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
 }
 
 /// Nested lists of `values`, shaped like `shape` (a bare scalar for 0-d).
-pub(crate) fn nested_list(
-    py: Python<'_>,
-    shape: &[usize],
-    values: &[Scalar],
-) -> PyResult<Py<PyAny>> {
+fn nested_list(py: Python<'_>, shape: &[usize], values: &[Scalar]) -> PyResult<Py<PyAny>> {
     if shape.is_empty() {
         return scalar_to_py(py, values[0]);
     }
@@ -75,117 +168,143 @@ pub(crate) fn nested_list(
     Ok(PyList::new(py, items)?.into_any().unbind())
 }
 
-/// What `tensor([...])` infers from nested Python data.
-pub(crate) struct Parsed {
-    pub shape: Vec<usize>,
-    pub values: Vec<Scalar>,
-    pub dtype: DType,
+/// `item()`.
+pub(crate) fn item(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    scalar_to_py(py, t.item().py()?)
 }
 
-/// Walks nested lists/tuples of numbers (and 0-d tensors), checking that
-/// every level is rectangular. The dtype is PyTorch's inference: the
-/// promotion of every element's own dtype, where NumPy scalars and 0-d
-/// tensors bring theirs and Python numbers the defaults (bool, int64,
-/// float32, complex64).
-pub(crate) fn parse_nested(ob: &Bound<'_, PyAny>) -> PyResult<Parsed> {
-    let mut walker = Walker {
-        shape: Vec::new(),
-        values: Vec::new(),
-        dtype: None,
-    };
-    walker.walk(ob, 0)?;
-    let Walker {
-        shape,
-        values,
-        dtype,
-    } = walker;
-    Ok(Parsed {
-        shape,
-        values,
-        dtype: dtype.unwrap_or(DType::DEFAULT_FLOAT),
+/// `tolist()`.
+pub(crate) fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    nested_list(py, t.shape(), &t.to_scalars().py()?)
+}
+
+/// `len(t)`: the first dimension.
+pub(crate) fn len(t: &Tensor) -> PyResult<usize> {
+    t.shape()
+        .first()
+        .copied()
+        .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+}
+
+/// `bool(t)`: only for one element.
+pub(crate) fn truth(t: &Tensor) -> PyResult<bool> {
+    if t.numel() != 1 {
+        return Err(PyRuntimeError::new_err(format!(
+            "Boolean value of Tensor with {} is ambiguous",
+            if t.numel() == 0 {
+                "no values"
+            } else {
+                "more than one value"
+            }
+        )));
+    }
+    Ok(match t.item().py()? {
+        Scalar::Bool(b) => b,
+        Scalar::Int(i) => i != 0,
+        Scalar::Float(f) => f != 0.0,
+        Scalar::Complex(re, im) => re != 0.0 || im != 0.0,
     })
 }
 
-struct Walker {
-    shape: Vec<usize>,
-    values: Vec<Scalar>,
-    dtype: Option<DType>,
+/// The single value behind `float(t)` and `int(t)`.
+fn scalar_value(t: &Tensor) -> PyResult<Scalar> {
+    if t.numel() != 1 {
+        return Err(PyValueError::new_err(
+            "only one element tensors can be converted to Python scalars",
+        ));
+    }
+    t.item().py()
 }
 
-impl Walker {
-    fn push(&mut self, depth: usize, value: Scalar, dtype: DType) -> PyResult<()> {
-        if depth != self.shape.len() {
-            return Err(PyValueError::new_err(format!(
-                "expected sequence of length {} at dim {} (got a number)",
-                self.shape[depth], depth
-            )));
-        }
-        self.values.push(value);
-        self.dtype = Some(match self.dtype {
-            None => dtype,
-            Some(d) => DType::promote(d, dtype).map_err(super::errors::to_py)?,
-        });
-        Ok(())
-    }
-
-    fn walk(&mut self, ob: &Bound<'_, PyAny>, depth: usize) -> PyResult<()> {
-        if let Ok(t) = ob.cast::<PyTensor>() {
-            let t = &t.get().inner;
-            if t.ndim() == 0 {
-                return self.push(depth, t.item().map_err(super::errors::to_py)?, t.dtype());
-            }
-        }
-        if ob.is_instance(numpy_generic(ob.py())?)? {
-            let descr = ob.getattr(pyo3::intern!(ob.py(), "dtype"))?;
-            let dtype = super::numpy::dtype_of(descr.cast::<numpy::PyArrayDescr>()?)?;
-            let value = to_scalar(ob)?.expect("NumPy scalars are numbers");
-            return self.push(depth, value, dtype);
-        }
-        if let Some(s) = to_scalar(ob)? {
-            return self.push(depth, s, s.wrapped_dtype());
-        }
-        let seq = if ob.is_instance_of::<PyList>() || ob.is_instance_of::<PyTuple>() {
-            ob.cast::<PySequence>()?.clone()
-        } else if ob.is_instance_of::<pyo3::types::PyString>() {
-            // PyTorch's two messages for text: at the top, and inside a list.
-            return Err(if depth == 0 {
-                pyo3::exceptions::PyTypeError::new_err("new(): invalid data type 'str'")
-            } else {
-                PyValueError::new_err("too many dimensions 'str'")
-            });
-        } else {
-            return Err(PyRuntimeError::new_err(format!(
-                "Could not infer dtype of {}",
-                ob.get_type().name()?
-            )));
-        };
-        let len = seq.len()?;
-        if depth == self.shape.len() {
-            if !self.values.is_empty() {
-                return Err(PyValueError::new_err(format!(
-                    "expected a number at dim {depth} (got a sequence)"
-                )));
-            }
-            self.shape.push(len);
-        } else if self.shape[depth] != len {
-            return Err(PyValueError::new_err(format!(
-                "expected sequence of length {} at dim {} (got {})",
-                self.shape[depth], depth, len
-            )));
-        }
-        for item in seq.try_iter()? {
-            self.walk(&item?, depth + 1)?;
-        }
-        Ok(())
+/// `float(t)`.
+pub(crate) fn float(t: &Tensor) -> PyResult<f64> {
+    match scalar_value(t)? {
+        Scalar::Bool(b) => Ok(b as u8 as f64),
+        Scalar::Int(i) => Ok(i as f64),
+        Scalar::Float(f) => Ok(f),
+        Scalar::Complex(..) => Err(PyTypeError::new_err("can't convert complex to float")),
     }
 }
 
-/// Builds a fresh tensor from parsed nested data.
-pub(crate) fn tensor_from_parsed(p: &Parsed, dtype: Option<DType>) -> crate::Result<Tensor> {
-    let shape = if p.values.is_empty() && p.shape.is_empty() {
-        vec![0]
-    } else {
-        p.shape.clone()
-    };
-    Tensor::from_scalars(&shape, &p.values, dtype.unwrap_or(p.dtype))
+/// `int(t)`.
+pub(crate) fn int(t: &Tensor) -> PyResult<i128> {
+    match scalar_value(t)? {
+        Scalar::Bool(b) => Ok(b as i128),
+        Scalar::Int(i) => Ok(i),
+        Scalar::Float(f) if f.is_finite() => Ok(f.trunc() as i128),
+        Scalar::Float(_) => Err(PyRuntimeError::new_err(
+            "cannot convert float infinity or NaN to integer",
+        )),
+        Scalar::Complex(..) => Err(PyTypeError::new_err("can't convert complex to int")),
+    }
+}
+
+/// `operator.index(t)`: only one-element integer (or bool) tensors.
+pub(crate) fn index(t: &Tensor) -> PyResult<i128> {
+    match (t.dtype().category(), t.numel()) {
+        (crate::Category::Integral | crate::Category::Bool, 1) => int(t),
+        _ => Err(PyTypeError::new_err(
+            "only integer tensors of a single element can be converted to an index",
+        )),
+    }
+}
+
+// ----- shapes -----
+
+static SIZE_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `dlbridge.Size(...)`, the tuple subclass PyTorch returns for shapes.
+pub(crate) fn shape<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let tuple = PyTuple::new(py, t.shape())?;
+    match SIZE_TYPE.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("dlbridge")?.getattr("Size")?.unbind())
+    }) {
+        Ok(size) => size.bind(py).call1((tuple,)),
+        Err(_) => Ok(tuple.into_any()),
+    }
+}
+
+/// Entry `dim` of `values` (1 for a 0-d tensor's dimension 0 or -1).
+fn entry<'py, T>(py: Python<'py>, values: &[T], dim: isize) -> PyResult<Bound<'py, PyAny>>
+where
+    T: IntoPyObject<'py, Output = Bound<'py, pyo3::types::PyInt>> + Copy + From<u8>,
+    PyErr: From<T::Error>,
+{
+    let d = normalize_dim(dim, values.len())?;
+    let v = values.get(d).copied().unwrap_or(T::from(1));
+    Ok(v.into_pyobject(py)?.into_any())
+}
+
+/// `size(dim=None)`: the shape, or one of its entries.
+pub(crate) fn size<'py>(
+    py: Python<'py>,
+    t: &Tensor,
+    dim: Option<isize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match dim {
+        None => shape(py, t),
+        Some(d) => entry(py, t.shape(), d),
+    }
+}
+
+/// `stride(dim=None)`: the element strides, or one of them.
+pub(crate) fn stride<'py>(
+    py: Python<'py>,
+    t: &Tensor,
+    dim: Option<isize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let strides = t.strides().py()?;
+    match dim {
+        None => Ok(PyTuple::new(py, strides)?.into_any()),
+        Some(d) => entry(py, &strides, d),
+    }
+}
+
+/// `repr(t)`, formatted in Python by `dlbridge._repr`.
+pub(crate) fn repr(slf: &Bound<'_, PyTensor>) -> PyResult<String> {
+    slf.py()
+        .import("dlbridge")?
+        .getattr("_repr")?
+        .call1((slf,))?
+        .extract()
 }

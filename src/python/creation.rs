@@ -1,16 +1,23 @@
-//! Tensor factories: `tensor`, `zeros`, `ones`, `empty`, `full`, `arange`,
-//! `eye`, `rand` and the `*_like` forms, with PyTorch's defaults.
+//! Tensor factories: `Tensor(...)`, `tensor`, `zeros`, `ones`, `empty`,
+//! `full`, `arange`, `eye`, `rand` and the `*_like` forms, with PyTorch's
+//! defaults; and `tensor_from_data`, the copy of any data they take.
+//!
+//! Layer: above the readers of data (`numpy`, `nested`, `dlpack_import`);
+//! `arith` and `index` use `tensor_from_data`, `methods` the constructor.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
-use super::convert::to_scalar;
-use super::convert::{parse_nested, tensor_from_parsed};
+use super::args::{check_sizes, number, parse_size, placement, size_values, to_scalar};
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
 use super::errors::IntoPyResult;
-use super::tensor::{PyTensor, check_sizes, parse_size, size_values};
+use super::nested::{parse_nested, tensor_from_parsed};
+use super::tensor::{PyTensor, maybe_detach};
 use crate::{DType, Device, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyInt, PyTuple};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
@@ -29,6 +36,28 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// `Tensor(data)`: a float32 copy of `data`; `Tensor(2, 3)`: a 2x3 tensor.
+pub(crate) fn tensor_new(args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    if args.is_empty() {
+        return Ok(PyTensor::new(
+            Tensor::zeros(&[0], DType::F32, Device::CPU).py()?,
+        ));
+    }
+    let first = args.get_item(0)?;
+    if first.is_instance_of::<PyInt>() {
+        return Ok(PyTensor::new(
+            Tensor::zeros(&parse_size(args)?, DType::F32, Device::CPU).py()?,
+        ));
+    }
+    if args.len() != 1 {
+        return Err(PyTypeError::new_err(
+            "Tensor() takes either sizes or one data argument",
+        ));
+    }
+    let t = tensor_from_data(args.py(), &first, Some(DType::F32), None)?;
+    Ok(PyTensor::new(t))
+}
+
 /// A fresh tensor holding `data`: nested sequences and numbers, an ndarray
 /// (dtype kept), a tensor, or any DLPack producer.
 pub(crate) fn tensor_from_data(
@@ -42,7 +71,7 @@ pub(crate) fn tensor_from_data(
     } else if super::numpy::is_ndarray(data) {
         Some(super::numpy::tensor_from_ndarray(data)?)
     } else if to_scalar(data)?.is_none() && data.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        Some(super::dlpack::import_object(data)?.0)
+        Some(super::dlpack_import::import_object(data)?.0)
     } else {
         None
     };
@@ -50,7 +79,7 @@ pub(crate) fn tensor_from_data(
         Some(src) => {
             let dt = dtype.unwrap_or(src.dtype());
             let n = src.numel();
-            super::tensor::maybe_detach(py, n, || -> crate::Result<Tensor> {
+            maybe_detach(py, n, || -> crate::Result<Tensor> {
                 let out = Tensor::empty(src.shape(), dt, Device::CPU)?;
                 out.copy_(&src.to_device(Device::CPU)?)?;
                 Ok(out)
@@ -96,17 +125,6 @@ fn tensor(
         extract_opt_device(device)?,
     )?;
     finish(t, requires_grad)
-}
-
-/// The `dtype=` and `device=` of a factory, with PyTorch's defaults (float32, CPU).
-fn placement(
-    dtype: Option<&Bound<'_, PyAny>>,
-    device: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(DType, Device)> {
-    Ok((
-        extract_opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT),
-        extract_opt_device(device)?.unwrap_or(Device::CPU),
-    ))
 }
 
 macro_rules! filled_factory {
@@ -155,18 +173,6 @@ fn rand(
     let (dtype, device) = placement(dtype, device)?;
     let shape = parse_size(size)?;
     finish(Tensor::rand(&shape, dtype, device).py()?, requires_grad)
-}
-
-fn number(ob: &Bound<'_, PyAny>, what: &str) -> PyResult<Scalar> {
-    to_scalar(ob)?.ok_or_else(|| {
-        PyTypeError::new_err(format!(
-            "{what} must be a number, not {}",
-            ob.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })
 }
 
 /// `full(size, fill_value)`: the dtype follows the value (bool, int64, float32).

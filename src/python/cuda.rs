@@ -1,5 +1,10 @@
 //! `dlbridge.cuda` (device queries, as in `torch.cuda`) and the
 //! `__cuda_array_interface__` of CUDA tensors.
+//!
+//! Layer: above `device` and `tensor`; `methods` and `mod.rs` use it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use super::device::extract_opt_device;
 use super::errors::IntoPyResult;

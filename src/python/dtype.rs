@@ -1,4 +1,10 @@
-//! `dlbridge.dtype` objects: one singleton per dtype, so `t.dtype is dlbridge.float64`.
+//! `dlbridge.dtype` objects: one singleton per dtype, so `t.dtype is dlbridge.float64`,
+//! and reading a `dtype=` argument.
+//!
+//! Layer: a leaf; whatever takes a `dtype=` argument uses it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use crate::DType;
 use pyo3::exceptions::PyTypeError;

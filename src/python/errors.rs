@@ -1,10 +1,16 @@
-//! Core errors become the Python exceptions PyTorch raises for the same mistake.
+//! Core errors become the Python exceptions PyTorch raises for the same
+//! mistake, and the type name that error messages quote.
+//!
+//! Layer: a leaf; every other file of `python/` may use it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use crate::{Error, PythonClass};
-use pyo3::PyErr;
 use pyo3::exceptions::{
     PyBufferError, PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
 };
+use pyo3::prelude::*;
 
 pub(crate) fn to_py(e: Error) -> PyErr {
     let message = e.message().to_owned();
@@ -27,4 +33,12 @@ impl<T> IntoPyResult<T> for crate::Result<T> {
     fn py(self) -> pyo3::PyResult<T> {
         self.map_err(to_py)
     }
+}
+
+/// The name of `ob`'s type, as error messages quote it (empty if unreadable).
+pub(crate) fn type_name(ob: &Bound<'_, PyAny>) -> String {
+    ob.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default()
 }

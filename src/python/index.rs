@@ -1,9 +1,64 @@
-//! Python indexing keys (`t[1, ::2, None, ...]`) -> layout selections.
+//! Indexing: `t[key]`, `t[key] = value` and `iter(t)`, and the Python keys
+//! they take (`t[1, ::2, None, ...]`) read as layout selections.
+//!
+//! Layer: above `args` (the value written) and `creation` (a value may be
+//! any data `tensor()` takes); only `methods` uses it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
+use super::args::{Rhs, rhs};
+use super::creation::tensor_from_data;
+use super::errors::IntoPyResult;
+use super::tensor::{PyTensor, maybe_detach};
 use crate::Selection;
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
+use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PyTuple};
+
+/// `t[key]`: a view.
+pub(crate) fn getitem(this: &PyTensor, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let sel = parse_key(key, this.inner.ndim())?;
+    Ok(this.derived(this.inner.index(&sel).py()?))
+}
+
+/// `t[key] = value`: a number, a tensor, an ndarray or data `tensor()` takes.
+pub(crate) fn setitem(
+    this: &PyTensor,
+    py: Python<'_>,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    this.check_inplace()?;
+    let view = this.inner.index(&parse_key(key, this.inner.ndim())?).py()?;
+    match rhs(value)? {
+        Some(Rhs::Scalar(s)) => maybe_detach(py, view.numel(), || view.fill_(s)).py(),
+        Some(Rhs::Tensor(t, _)) => maybe_detach(py, view.numel(), || view.copy_(&t)).py(),
+        None => {
+            let t = tensor_from_data(py, value, None, None)?;
+            view.copy_(&t).py()
+        }
+    }
+}
+
+/// `iter(t)`: the rows along the first dimension.
+pub(crate) fn iter(slf: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+    let this = slf.get();
+    let n = this
+        .inner
+        .shape()
+        .first()
+        .copied()
+        .ok_or_else(|| PyTypeError::new_err("iteration over a 0-d tensor"))?;
+    let py = slf.py();
+    let items = (0..n)
+        .map(|i| {
+            let row = this.inner.index(&[Selection::Index(i as isize)]).py()?;
+            Py::new(py, this.derived(row))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyList::new(py, items)?.try_iter()?.into_any().unbind())
+}
 
 fn opt_isize(ob: Bound<'_, PyAny>) -> PyResult<Option<isize>> {
     if ob.is_none() {

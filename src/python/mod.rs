@@ -1,15 +1,41 @@
 //! The `dlbridge._core` extension module: PyTorch's tensor API over the core.
+//!
+//! Layer: the top; it declares the files of `python/` and registers what
+//! they define. Each file depends only on files of earlier lines in this
+//! order, never on one of its own line (`tests/python/test_layering.py`
+//! fails on a cycle):
+//!
+//! ```text
+//! errors, capsule, dtype      leaves: exceptions, raw PyCapsule calls, dtype objects
+//!   -> device                 device objects and arguments
+//!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
+//!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
+//!   -> args                   argument parsing: sizes, dims, numbers, operands, to()
+//!   -> nested, exchange_api   nested Python data; dlbridge's C exchange API table
+//!   -> dlpack_export,         the DLPack producer (__dlpack__, __dlpack_device__)
+//!      dlpack_import          the DLPack consumer (from_dlpack)
+//!   -> creation               factories and tensor_from_data
+//!   -> convert, arith,        to()/cpu()/item()/..., operators and in-place writes,
+//!      index, cuda            t[key], dlbridge.cuda and __cuda_array_interface__
+//!   -> methods                the #[pymethods] block of Tensor
+//!   -> mod.rs                 the module
+//! ```
 
+mod args;
+mod arith;
+mod capsule;
 mod convert;
 mod creation;
 mod cuda;
 mod device;
-mod dlpack;
+mod dlpack_export;
+mod dlpack_import;
 mod dtype;
 mod errors;
 mod exchange_api;
-mod fastcall;
 mod index;
+mod methods;
+mod nested;
 mod numpy;
 mod tensor;
 
@@ -18,13 +44,13 @@ use pyo3::prelude::*;
 #[pymodule]
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
-    fastcall::install(&m.py().get_type::<tensor::PyTensor>())?;
+    dlpack_export::install(&m.py().get_type::<tensor::PyTensor>())?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;
     creation::register(m)?;
     numpy::register(m)?;
-    dlpack::register(m)?;
+    dlpack_import::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;

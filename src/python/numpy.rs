@@ -2,6 +2,12 @@
 //! `Tensor.numpy()` builds an array over the tensor's memory, both without a
 //! copy and without a DLPack round trip (which would cost more than the
 //! whole call). Byte strides pass through unchanged both ways.
+//!
+//! Layer: just above `tensor`; `args` (ndarray operands), `nested`,
+//! `creation` and `methods` use it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;

@@ -1,0 +1,291 @@
+//! The DLPack consumer: `from_dlpack` and the import of any DLPack producer
+//! (`import_object`, also used by `tensor()`). A producer whose type
+//! publishes a C exchange API table is imported through it; any other is
+//! asked for a capsule with `__dlpack__` (versioned first, legacy on
+//! `TypeError`), which is consumed (see `capsule.rs`); the foreign tensor
+//! is validated by the core before it is trusted.
+//!
+//! Layer: above `capsule`, `device`, `tensor` and `exchange_api` (its import
+//! counter); `creation` and `mod.rs` use it.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
+
+use super::capsule::{self, Taken};
+use super::device::extract_opt_device;
+use super::errors::{IntoPyResult, type_name};
+use super::exchange_api;
+use super::tensor::PyTensor;
+use crate::backend::Accelerator as _;
+use crate::dlpack::{export::VERSION, import::import_with};
+use crate::{Device, Tensor};
+use dlpark::DlpackFlags;
+use dlpark::ffi::{
+    DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
+};
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)
+}
+
+/// What `from_dlpack` says of an object that is neither a producer nor a DLPack capsule.
+fn not_a_producer(ob: &Bound<'_, PyAny>) -> PyErr {
+    PyTypeError::new_err(format!(
+        "from_dlpack expects an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; got {}",
+        type_name(ob)
+    ))
+}
+
+static REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static CUDA_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static CUDA_LEGACY_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+/// The keyword arguments dlbridge passes to `__dlpack__`, built once
+/// (producers only read them): `max_version=(1, 3)`, plus `stream=1` for
+/// CUDA producers, since dlbridge works on the legacy default stream and the
+/// producer must order its pending work before it.
+fn request_kwargs(py: Python<'_>, cuda: bool, versioned: bool) -> PyResult<&Bound<'_, PyDict>> {
+    let cell = match (cuda, versioned) {
+        (false, _) => &REQUEST,
+        (true, true) => &CUDA_REQUEST,
+        (true, false) => &CUDA_LEGACY_REQUEST,
+    };
+    let d = cell.get_or_try_init(py, || -> PyResult<_> {
+        let d = PyDict::new(py);
+        if versioned {
+            d.set_item("max_version", (VERSION.major, VERSION.minor))?;
+        }
+        if cuda {
+            d.set_item("stream", 1)?;
+        }
+        Ok(d.unbind())
+    })?;
+    Ok(d.bind(py))
+}
+
+/// Whether a producer's `__dlpack_device__` says CUDA memory (NumPy arrays,
+/// by far the most common producer, are known to be host memory).
+fn is_cuda_producer(ob: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if ob.is_instance_of::<numpy::PyUntypedArray>() {
+        return Ok(false);
+    }
+    let py = ob.py();
+    let Ok(method) = ob.getattr(pyo3::intern!(py, "__dlpack_device__")) else {
+        return Ok(false);
+    };
+    let (ty, _id): (i64, i64) = method.call0()?.extract()?;
+    Ok(ty == dlpark::ffi::DLDeviceType::CUDA.0 as i64
+        || ty == dlpark::ffi::DLDeviceType::CUDAMANAGED.0 as i64)
+}
+
+/// JAX arrays are immutable to their users, but JAX exports legacy capsules,
+/// which cannot say so: dlbridge marks imports from JAX read-only itself.
+fn is_immutable_producer(ob: &Bound<'_, PyAny>) -> bool {
+    ob.get_type()
+        .module()
+        .ok()
+        .and_then(|m| m.to_cow().ok().map(|m| m.starts_with("jax")))
+        .unwrap_or(false)
+}
+
+/// Calls the producer's `__dlpack__`, preferring a versioned capsule.
+fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = ob.py();
+    let method = ob
+        .getattr(pyo3::intern!(py, "__dlpack__"))
+        .map_err(|_| not_a_producer(ob))?;
+    let cuda = is_cuda_producer(ob)?;
+    match method.call((), Some(request_kwargs(py, cuda, true)?)) {
+        Ok(capsule) => Ok(capsule),
+        // Producers predating DLPack 1.0 do not know max_version.
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            method.call((), Some(request_kwargs(py, cuda, false)?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Imports any DLPack producer (or capsule) as a tensor sharing its memory.
+/// Also reports whether the producer said it copied.
+pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
+    let is_capsule = capsule::is_capsule(ob);
+    if !is_capsule && let Some(imported) = import_through_table(ob) {
+        return imported;
+    }
+    let capsule = if is_capsule {
+        ob.clone()
+    } else {
+        request_capsule(ob)?
+    };
+    match capsule::take(&capsule)?.ok_or_else(|| not_a_producer(&capsule))? {
+        Taken::Versioned(m) => {
+            let flags = m.flags();
+            let copied = flags.contains(DlpackFlags::IS_COPIED);
+            let ro = flags.contains(DlpackFlags::READ_ONLY) || is_immutable_producer(ob);
+            Ok((import_with(m, ro).py()?, copied))
+        }
+        // Legacy capsules cannot carry READ_ONLY, so only they need the producer check.
+        Taken::Legacy(m) => Ok((import_with(m, is_immutable_producer(ob)).py()?, false)),
+    }
+}
+
+/// `from_dlpack(x, /, *, device=None, copy=None)` with the array API's meaning:
+/// zero-copy by default, `copy=True` always copies, `copy=False` never does,
+/// and `device` places the result (copying only when it differs).
+#[pyfunction]
+#[pyo3(signature = (x, /, *, device=None, copy=None))]
+fn from_dlpack(
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<PyTensor> {
+    let device = extract_opt_device(device)?;
+    let (t, copied) = match x.cast::<PyTensor>() {
+        Ok(own) => (own.get().inner.clone(), false),
+        Err(_) => import_object(x)?,
+    };
+    if copy == Some(false) && copied {
+        return Err(PyBufferError::new_err(
+            "copy=False, but the producer made a copy",
+        ));
+    }
+    let device = match device {
+        Some(d) if !d.is_cpu() => Some(crate::backend::resolve(d).py()?),
+        other => other,
+    };
+    let placed = match device {
+        Some(d) if d != t.device() => {
+            if copy == Some(false) {
+                return Err(PyBufferError::new_err(format!(
+                    "copy=False, but moving to {d} needs a copy"
+                )));
+            }
+            t.to_device(d).py()?
+        }
+        _ if copy == Some(true) && !copied => t.clone_data().py()?,
+        _ => t,
+    };
+    Ok(PyTensor::new(placed))
+}
+
+// ----- through the producer's C exchange API table -----
+
+/// Per producer type: its table, or `None` (use `__dlpack__`). The type is
+/// kept alive so its address cannot be reused by another type.
+type TypeCache = HashMap<usize, (Py<PyType>, Option<usize>)>;
+static CACHE: Mutex<Option<TypeCache>> = Mutex::new(None);
+
+/// The exchange table of `ty`, looked up once per type.
+fn table_of(ty: &Bound<'_, PyType>) -> Option<&'static DLPackExchangeAPI> {
+    let key = ty.as_ptr() as usize;
+    let cached = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+        .map(|(_, api)| *api);
+    let found = match cached {
+        Some(api) => api,
+        None => {
+            // Looked up without the lock held: the attribute lookup runs
+            // Python code, which may switch threads, and another thread
+            // waiting on the lock would hold the GIL this one needs.
+            let api = discover(ty);
+            CACHE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .entry(key)
+                .or_insert_with(|| (ty.clone().unbind(), api));
+            api
+        }
+    };
+    // SAFETY: discover only accepts tables that producers keep for the
+    // life of their type (the API requires static tables).
+    found.map(|p| unsafe { &*(p as *const DLPackExchangeAPI) })
+}
+
+/// Reads the table pointer from the 1.3 capsule or the older integer form,
+/// and walks `prev_api` to a major version 1 table.
+fn discover(ty: &Bound<'_, PyType>) -> Option<usize> {
+    let py = ty.py();
+    let from_capsule = ty
+        .getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__"))
+        .ok()
+        .and_then(|cap| capsule::pointer_named(&cap, capsule::EXCHANGE_API))
+        .map(|p| p as usize);
+    let ptr = from_capsule.or_else(|| {
+        ty.getattr(pyo3::intern!(py, "__c_dlpack_exchange_api__"))
+            .ok()
+            .and_then(|v| v.extract::<usize>().ok())
+    });
+    // Failed lookups leave no exception behind.
+    let _ = PyErr::take(py);
+    let mut header = ptr.filter(|&p| p != 0)? as *const DLPackExchangeAPIHeader;
+    // SAFETY: the producer published a pointer to a live table whose first
+    // member is the header; prev_api links older, equally static, tables.
+    unsafe {
+        while !header.is_null() && (*header).version.major > 1 {
+            header = (*header).prev_api;
+        }
+        if header.is_null() || (*header).version.major != 1 {
+            return None;
+        }
+        let api = &*(header as *const DLPackExchangeAPI);
+        api.managed_tensor_from_py_object_no_sync?;
+        Some(header as usize)
+    }
+}
+
+/// Imports `ob` through its type's exchange table; `None` when its type has
+/// none. Also reports whether the producer said it copied.
+fn import_through_table(ob: &Bound<'_, PyAny>) -> Option<PyResult<(Tensor, bool)>> {
+    let api = table_of(&ob.get_type())?;
+    let export = api.managed_tensor_from_py_object_no_sync?;
+    let py = ob.py();
+    Some((|| {
+        let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+        // SAFETY: the producer's function, called with the GIL and an object of its type.
+        let rc = unsafe { export(ob.as_ptr().cast(), &mut out) };
+        if rc != 0 || out.is_null() {
+            return Err(PyErr::take(py).unwrap_or_else(|| {
+                PyBufferError::new_err(
+                    "the producer's DLPack exchange API failed without saying why",
+                )
+            }));
+        }
+        // SAFETY: the producer handed over ownership of a managed tensor.
+        let managed = unsafe { capsule::take_managed(out) }?;
+        let flags = managed.flags();
+        // SAFETY: the descriptor is the producer's, readable until the deleter runs.
+        let device = unsafe { managed.tensor() }.device;
+        // The API does not synchronise: order dlbridge's stream after the
+        // producer's current one.
+        let on_cuda = device.device_type == DLDeviceType::CUDA
+            || device.device_type == DLDeviceType::CUDAMANAGED;
+        if on_cuda && let Some(stream_of) = api.current_work_stream {
+            let mut stream: *mut c_void = std::ptr::null_mut();
+            // SAFETY: the producer's function with a writable slot.
+            if unsafe { stream_of(device.device_type, device.device_id, &mut stream) } != 0 {
+                return Err(PyErr::take(py)
+                    .unwrap_or_else(|| PyRuntimeError::new_err("current_work_stream failed")));
+            }
+            let dev = Device::from_dlpack(device).py()?;
+            crate::cuda::Cuda
+                .wait_for_producer(dev, stream as usize as i64)
+                .py()?;
+        }
+        let ro = flags.contains(DlpackFlags::READ_ONLY);
+        let tensor = import_with(managed, ro).py()?;
+        exchange_api::IMPORTS.fetch_add(1, Ordering::Relaxed);
+        Ok((tensor, flags.contains(DlpackFlags::IS_COPIED)))
+    })())
+}

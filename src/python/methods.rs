@@ -1,0 +1,502 @@
+//! `dlbridge.Tensor`'s Python methods: the one `#[pymethods]` block of
+//! [`PyTensor`]. Each body hands its arguments to the module that does the
+//! work (or to the core, for the one-call views and metadata); the names,
+//! signatures and docstrings are PyTorch's. `__dlpack__` is not here: it is
+//! a vectorcall descriptor installed by `dlpack_export::install`.
+//!
+//! Layer: the top of the tensor layer, below only `mod.rs`.
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
+//! arith, index, cuda -> methods -> mod.rs)
+
+use super::args::size_values;
+use super::device::PyDevice;
+use super::dtype::{PyDType, dtype_object};
+use super::errors::IntoPyResult;
+use super::tensor::PyTensor;
+use super::{arith, convert, creation, cuda, dlpack_export, index, numpy};
+use crate::{BinaryOp, DType, Tensor, ops};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+#[pymethods]
+impl PyTensor {
+    /// `Tensor(data)`: a float32 copy of `data`; `Tensor(2, 3)`: a 2x3 tensor.
+    #[new]
+    #[pyo3(signature = (*args))]
+    fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        creation::tensor_new(args)
+    }
+
+    // ----- metadata -----
+
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+        dtype_object(py, self.inner.dtype())
+    }
+
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.inner.device())
+    }
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::shape(py, &self.inner)
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
+        convert::size(py, &self.inner, dim)
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
+        convert::stride(py, &self.inner, dim)
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    fn dim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+
+    fn nelement(&self) -> usize {
+        self.inner.numel()
+    }
+
+    fn element_size(&self) -> usize {
+        self.inner.dtype().size()
+    }
+
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.dtype().size()
+    }
+
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+
+    fn data_ptr(&self) -> usize {
+        self.inner.data_ptr() as usize
+    }
+
+    fn is_contiguous(&self) -> bool {
+        self.inner.is_contiguous()
+    }
+
+    fn is_floating_point(&self) -> bool {
+        self.inner.dtype().is_floating_point()
+    }
+
+    fn is_complex(&self) -> bool {
+        self.inner.dtype().is_complex()
+    }
+
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        !self.inner.device().is_cpu()
+    }
+
+    #[getter]
+    fn is_cpu(&self) -> bool {
+        self.inner.device().is_cpu()
+    }
+
+    /// Whether the memory is read-only (a non-writeable NumPy array, a
+    /// READ_ONLY DLPack import, a JAX array). In-place ops on it raise.
+    #[getter]
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
+    #[getter(requires_grad)]
+    fn get_requires_grad(&self) -> bool {
+        self.requires_grad()
+    }
+
+    #[setter(requires_grad)]
+    fn py_set_requires_grad(&self, value: bool) -> PyResult<()> {
+        self.set_requires_grad(value)
+    }
+
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_<'py>(
+        slf: &Bound<'py, Self>,
+        requires_grad: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        slf.get()
+            .set_requires_grad(requires_grad)
+            .map(|()| slf.clone())
+    }
+
+    /// A view of the same memory that does not require grad.
+    fn detach(&self) -> PyTensor {
+        PyTensor::new(self.inner.clone())
+    }
+
+    #[getter]
+    fn data(&self) -> PyTensor {
+        self.detach()
+    }
+
+    // ----- conversions -----
+
+    /// `to(device)`, `to(dtype)`, `to(device, dtype)`, `to(other)`, with
+    /// `device=`, `dtype=`, `copy=` and `non_blocking=` keywords.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn to(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        convert::to(slf, args, kwargs)
+    }
+
+    /// A copy on a CUDA device (the current one by default).
+    #[pyo3(signature = (device=None, non_blocking=false))]
+    fn cuda(
+        slf: &Bound<'_, Self>,
+        device: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking;
+        convert::cuda(slf, device)
+    }
+
+    /// Itself when on the CPU, else a host copy. (`device=` is accepted for
+    /// the tutorials that pass `device='cpu'`.)
+    #[pyo3(signature = (*, device=None, memory_format=None))]
+    fn cpu(
+        slf: &Bound<'_, Self>,
+        device: Option<&Bound<'_, PyAny>>,
+        memory_format: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = memory_format;
+        convert::cpu(slf, device)
+    }
+
+    /// `type()`: the legacy type name; `type(dtype)`: a cast.
+    #[pyo3(signature = (dtype=None, non_blocking=false))]
+    fn r#type(
+        slf: &Bound<'_, Self>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking;
+        convert::type_(slf, dtype)
+    }
+
+    fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::F32)
+    }
+
+    fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::F64)
+    }
+
+    fn half(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::F16)
+    }
+
+    fn bfloat16(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::BF16)
+    }
+
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::I32)
+    }
+
+    fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::I64)
+    }
+
+    fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::cast(slf, DType::Bool)
+    }
+
+    /// A contiguous copy in new memory.
+    fn clone(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.compute(py, Tensor::clone_data)
+    }
+
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        convert::contiguous(slf)
+    }
+
+    // ----- views (shape-only; they share memory) -----
+
+    /// `t.T`: every dimension reversed.
+    #[getter(T)]
+    fn reversed(&self) -> PyTensor {
+        self.derived(self.inner.reversed_dims())
+    }
+
+    fn t(&self) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.t().py()?))
+    }
+
+    fn transpose(&self, dim0: i64, dim1: i64) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.transpose(dim0, dim1).py()?))
+    }
+
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.permute(&size_values(dims)?).py()?))
+    }
+
+    fn unsqueeze(&self, dim: i64) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.unsqueeze(dim).py()?))
+    }
+
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.expand(&size_values(sizes)?).py()?))
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.view(&size_values(shape)?).py()?))
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let sizes = size_values(shape)?;
+        self.compute(py, |t| t.reshape(&sizes))
+    }
+
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<PyTensor> {
+        self.compute(py, |t| t.flatten(start_dim, end_dim))
+    }
+
+    // ----- in-place writes -----
+
+    /// Copies `src` (broadcast and cast) into this tensor's memory.
+    #[pyo3(signature = (src, non_blocking=false))]
+    fn copy_<'py>(
+        slf: &Bound<'py, Self>,
+        src: &Bound<'py, PyAny>,
+        non_blocking: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let _ = non_blocking;
+        arith::copy_(slf, src)
+    }
+
+    fn fill_<'py>(slf: &Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        arith::fill_(slf, value)
+    }
+
+    fn zero_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        arith::zero_(slf)
+    }
+
+    fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        arith::named_inplace(slf, other, BinaryOp::Add)
+    }
+
+    fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        arith::named_inplace(slf, other, BinaryOp::Sub)
+    }
+
+    fn mul_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        arith::named_inplace(slf, other, BinaryOp::Mul)
+    }
+
+    fn div_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        arith::named_inplace(slf, other, BinaryOp::Div)
+    }
+
+    fn __iadd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith::binary_inplace(self, py, other, BinaryOp::Add)
+    }
+
+    fn __isub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith::binary_inplace(self, py, other, BinaryOp::Sub)
+    }
+
+    fn __imul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith::binary_inplace(self, py, other, BinaryOp::Mul)
+    }
+
+    fn __itruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith::binary_inplace(self, py, other, BinaryOp::Div)
+    }
+
+    // ----- arithmetic -----
+
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Add, false)
+    }
+
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Add, true)
+    }
+
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Sub, false)
+    }
+
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Sub, true)
+    }
+
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Mul, false)
+    }
+
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Mul, true)
+    }
+
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Div, false)
+    }
+
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Div, true)
+    }
+
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Add, false)
+    }
+
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Sub, false)
+    }
+
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Mul, false)
+    }
+
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, other, BinaryOp::Div, false)
+    }
+
+    fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::neg(self, py)
+    }
+
+    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::neg(self, py)
+    }
+
+    fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+
+    #[pyo3(signature = (*, dtype=None))]
+    fn sum(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        arith::reduce(self, py, dtype, |t, dt| ops::sum(t, None, false, dt))
+    }
+
+    #[pyo3(signature = (*, dtype=None))]
+    fn mean(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        arith::reduce(self, py, dtype, |t, dt| ops::mean(t, None, false, dt))
+    }
+
+    // ----- Python values -----
+
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::item(py, &self.inner)
+    }
+
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::tolist(py, &self.inner)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        convert::len(&self.inner)
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        convert::truth(&self.inner)
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        convert::float(&self.inner)
+    }
+
+    fn __int__(&self) -> PyResult<i128> {
+        convert::int(&self.inner)
+    }
+
+    fn __index__(&self) -> PyResult<i128> {
+        convert::index(&self.inner)
+    }
+
+    // ----- indexing -----
+
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        index::getitem(self, key)
+    }
+
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        index::setitem(self, py, key, value)
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        index::iter(slf)
+    }
+
+    // ----- exchange -----
+
+    /// A NumPy array sharing this tensor's memory (`force=True` copies from
+    /// a GPU and ignores `requires_grad`).
+    #[pyo3(signature = (*, force=false))]
+    fn numpy<'py>(slf: &Bound<'py, Self>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        numpy::to_numpy(slf, force)
+    }
+
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        numpy::array_protocol(slf, dtype, copy)
+    }
+
+    // `__dlpack__` is installed as a vectorcall method by `dlpack_export.rs`.
+
+    fn __dlpack_device__(&self) -> (u32, i32) {
+        dlpack_export::dlpack_device(&self.inner)
+    }
+
+    #[getter]
+    fn __cuda_array_interface__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        cuda::array_interface(slf)
+    }
+
+    // ----- display -----
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        convert::repr(slf)
+    }
+
+    /// The DLPack C exchange API table (see `exchange_api.rs`).
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
+        dlpack_export::exchange_api_capsule(py)
+    }
+
+    /// NumPy defers binary operators to dlbridge, so `ndarray + tensor` is a tensor.
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
+}
