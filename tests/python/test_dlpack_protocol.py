@@ -364,3 +364,6 @@ def test_versioned_tensor_with_null_strides_reads_as_c_contiguous(minor):
     assert t.data_ptr() == ctypes.addressof(buf)
     buf[4] = 40.0
     assert t.numpy().tolist() == [[0.0, 1.0, 2.0], [3.0, 40.0, 5.0]]
+    # The tensor reads m's deleter slot when it lets go, so it must go before
+    # m (a frame frees its locals in order of definition; ASan catches this).
+    del t
