@@ -94,40 +94,31 @@ macro_rules! int_arith {
 }
 int_arith!(u8, i8, i16, i32, i64, u16, u32, u64);
 
+/// Floats: `pow` and `abs` are given per type, because float16 and bfloat16
+/// compute `pow` in float32 and round once, as PyTorch does.
 macro_rules! float_arith {
-    ($($t:ty),*) => {$(
+    ($($t:ty => pow: $pow:expr, abs: $abs:expr;)*) => {$(
         impl Arith for $t {
             #[inline(always)] fn add(self, r: Self) -> Self { self + r }
             #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
             #[inline(always)] fn div(self, r: Self) -> Self { self / r }
             #[inline(always)] fn neg(self) -> Self { -self }
-            #[inline(always)] fn pow(self, r: Self) -> Self { self.powf(r) }
-            #[inline(always)] fn abs(self) -> Self { <$t>::abs(self) }
+            #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
+            #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};
 }
-float_arith!(f32, f64);
-
-/// float16 and bfloat16 compute in float32 and round once, as PyTorch does.
-macro_rules! half_arith {
-    ($($t:ty),*) => {$(
-        impl Arith for $t {
-            #[inline(always)] fn add(self, r: Self) -> Self { self + r }
-            #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
-            #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
-            #[inline(always)] fn div(self, r: Self) -> Self { self / r }
-            #[inline(always)] fn neg(self) -> Self { -self }
-            #[inline(always)] fn pow(self, r: Self) -> Self { <$t>::from_f32(self.to_f32().powf(r.to_f32())) }
-            #[inline(always)] fn abs(self) -> Self { <$t>::from_bits(self.to_bits() & 0x7fff) }
-            #[inline(always)] fn less(self, r: Self) -> bool { self < r }
-            #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
-        }
-    )*};
+float_arith! {
+    f32 => pow: f32::powf, abs: f32::abs;
+    f64 => pow: f64::powf, abs: f64::abs;
+    f16 => pow: |a: f16, b: f16| f16::from_f32(a.to_f32().powf(b.to_f32())),
+           abs: |a: f16| f16::from_bits(a.to_bits() & 0x7fff);
+    bf16 => pow: |a: bf16, b: bf16| bf16::from_f32(a.to_f32().powf(b.to_f32())),
+            abs: |a: bf16| bf16::from_bits(a.to_bits() & 0x7fff);
 }
-half_arith!(f16, bf16);
 
 macro_rules! complex_arith {
     ($($t:ty),*) => {$(
