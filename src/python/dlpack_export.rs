@@ -31,7 +31,7 @@ use dlpark::ffi::DLPackVersion;
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyString, PyTuple};
 use std::ffi::CStr;
 use std::sync::atomic::Ordering;
 
@@ -154,6 +154,34 @@ pub(crate) fn exchange_api_capsule(py: Python<'_>) -> PyResult<Py<PyAny>> {
 /// `METH_FASTCALL` (see the module doc for why it is defined here).
 const METH_FASTCALL: i32 = 0x0080;
 
+/// A two-integer tuple keyword (`max_version`, `dl_device`), refused with
+/// NumPy's exception class (`TypeError`) when it is anything else.
+fn pair<T: for<'a> FromPyObject<'a, 'a>>(v: &Bound<'_, PyAny>, wrong: &str) -> PyResult<(T, T)>
+where
+    for<'a> <T as FromPyObject<'a, 'a>>::Error: Into<PyErr>,
+{
+    let t = v
+        .cast::<PyTuple>()
+        .ok()
+        .filter(|t| t.len() == 2)
+        .ok_or_else(|| PyTypeError::new_err(wrong.to_owned()))?;
+    Ok((
+        t.get_borrowed_item(0)?.extract().map_err(Into::into)?,
+        t.get_borrowed_item(1)?.extract().map_err(Into::into)?,
+    ))
+}
+
+/// `copy=`: any object's truth, but a string is refused, as NumPy does
+/// (`copy="no"` would otherwise read as true).
+fn copy_flag(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if v.is_instance_of::<PyString>() {
+        return Err(PyValueError::new_err(
+            "strings are not allowed for 'copy' keyword. Use True/False/None instead.",
+        ));
+    }
+    v.is_truthy()
+}
+
 const KEYWORDS: [&CStr; 4] = [c"stream", c"max_version", c"dl_device", c"copy"];
 
 /// Which `__dlpack__` keyword `name` is, if any.
@@ -218,9 +246,13 @@ unsafe extern "C" fn dlpack_fastcall(
                     }
                 }
                 let [stream, max_version, dl_device, copy] = values;
-                let max_version = max_version.map(|v| v.extract::<(u32, u32)>()).transpose()?;
-                let dl_device = dl_device.map(|v| v.extract::<(i32, i32)>()).transpose()?;
-                let copy = copy.map(|v| v.is_truthy()).transpose()?;
+                let max_version = max_version
+                    .map(|v| pair(&v, "max_version must be None or a tuple with two elements."))
+                    .transpose()?;
+                let dl_device = dl_device
+                    .map(|v| pair(&v, "dl_device must be a tuple of two integers"))
+                    .transpose()?;
+                let copy = copy.map(|v| copy_flag(&v)).transpose()?;
                 dlpack(&slf, stream.as_ref(), max_version, dl_device, copy)
             }
         },

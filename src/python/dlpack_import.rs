@@ -1,8 +1,8 @@
 //! The DLPack consumer: `from_dlpack` and the import of any DLPack producer
 //! (`import_object`, also used by `tensor()`). A producer whose type
 //! publishes a C exchange API table is imported through it; any other is
-//! asked for a capsule with `__dlpack__` (versioned first, legacy on
-//! `TypeError`), which is consumed (see `capsule.rs`); the foreign tensor
+//! asked for a capsule with `__dlpack__` (the newest keywords first, fewer
+//! on `TypeError`), which is consumed (see `capsule.rs`); the foreign tensor
 //! is validated by the core before it is trusted.
 //!
 //! Layer: above `capsule`, `device`, `tensor` and `exchange_api` (its import
@@ -46,17 +46,22 @@ fn not_a_producer(ob: &Bound<'_, PyAny>) -> PyErr {
 
 static REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 static CUDA_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-static CUDA_LEGACY_REQUEST: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+static CUDA_STREAM_ONLY: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-/// The keyword arguments dlbridge passes to `__dlpack__`, built once
-/// (producers only read them): `max_version=(1, 3)`, plus `stream=1` for
-/// CUDA producers, since dlbridge works on the legacy default stream and the
-/// producer must order its pending work before it.
-fn request_kwargs(py: Python<'_>, cuda: bool, versioned: bool) -> PyResult<&Bound<'_, PyDict>> {
+/// The keyword arguments of one `__dlpack__` request, built once (producers
+/// only read them): `max_version=(1, 3)` when `versioned`, plus `stream=1`
+/// for CUDA producers, since dlbridge works on the legacy default stream and
+/// the producer must order its pending work before it. `None`: no keywords.
+fn request_kwargs(
+    py: Python<'_>,
+    cuda: bool,
+    versioned: bool,
+) -> PyResult<Option<&Bound<'_, PyDict>>> {
     let cell = match (cuda, versioned) {
-        (false, _) => &REQUEST,
+        (false, false) => return Ok(None),
+        (false, true) => &REQUEST,
         (true, true) => &CUDA_REQUEST,
-        (true, false) => &CUDA_LEGACY_REQUEST,
+        (true, false) => &CUDA_STREAM_ONLY,
     };
     let d = cell.get_or_try_init(py, || -> PyResult<_> {
         let d = PyDict::new(py);
@@ -68,7 +73,7 @@ fn request_kwargs(py: Python<'_>, cuda: bool, versioned: bool) -> PyResult<&Boun
         }
         Ok(d.unbind())
     })?;
-    Ok(d.bind(py))
+    Ok(Some(d.bind(py)))
 }
 
 /// Whether a producer's `__dlpack_device__` says CUDA memory (NumPy arrays,
@@ -96,21 +101,32 @@ fn is_immutable_producer(ob: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
-/// Calls the producer's `__dlpack__`, preferring a versioned capsule.
+/// Calls the producer's `__dlpack__` as the array API standard's consumers
+/// do: with the newest keywords first, then, on `TypeError` (a producer
+/// predating them, such as ONNX Runtime's `OrtValue` or Warp's arrays, which
+/// take no `max_version`), with fewer, down to a bare `__dlpack__()`. Any
+/// other exception is the producer's own and goes back unchanged.
 fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = ob.py();
     let method = ob
         .getattr(pyo3::intern!(py, "__dlpack__"))
         .map_err(|_| not_a_producer(ob))?;
     let cuda = is_cuda_producer(ob)?;
-    match method.call((), Some(request_kwargs(py, cuda, true)?)) {
-        Ok(capsule) => Ok(capsule),
-        // Producers predating DLPack 1.0 do not know max_version.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
-            method.call((), Some(request_kwargs(py, cuda, false)?))
+    let mut err = match method.call((), request_kwargs(py, cuda, true)?) {
+        Ok(capsule) => return Ok(capsule),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => e,
+        Err(e) => return Err(e),
+    };
+    // Without max_version (stream only, for CUDA), then bare.
+    let fallbacks = [request_kwargs(py, cuda, false)?, None];
+    for kwargs in fallbacks.iter().skip(usize::from(!cuda)) {
+        match method.call((), *kwargs) {
+            Ok(capsule) => return Ok(capsule),
+            Err(e) if e.is_instance_of::<PyTypeError>(py) => err = e,
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
     }
+    Err(err)
 }
 
 /// Imports any DLPack producer (or capsule) as a tensor sharing its memory.

@@ -59,3 +59,8 @@ class ExchangeAPI(ctypes.Structure):
 # shared ctypes.pythonapi function keeps its settings. A wrong name raises ValueError.
 capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+# PyCapsule_New(pointer, name, NULL destructor), also with a private prototype: other
+# libraries (Warp, say) give the shared ctypes.pythonapi function their own argtypes.
+new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))

@@ -349,16 +349,13 @@ def test_versioned_tensor_with_null_strides_reads_as_c_contiguous(minor):
     """NumPy and PyTorch read NULL strides as C-contiguous whatever the
     version; dlbridge too (dlpark alone refuses them from DLPack 1.2 on)."""
     import ctypes
-    from dlpack_abi import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor
+    from dlpack_abi import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor, new_capsule
 
     buf = (ctypes.c_float * 6)(*range(6))
     shape = (ctypes.c_int64 * 2)(2, 3)
     m = DLManagedTensorVersioned()
     m.major, m.minor = 1, minor
     m.dl_tensor = DLTensor(ctypes.addressof(buf), DLDevice(1, 0), 2, DLDataType(2, 32, 1), shape, None, 0)
-    new_capsule = ctypes.pythonapi.PyCapsule_New
-    new_capsule.restype = ctypes.py_object
-    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     t = db.from_dlpack(new_capsule(ctypes.addressof(m), b"dltensor_versioned", None))
     assert t.shape == (2, 3) and t.stride() == (3, 1) and t.is_contiguous()
     assert t.data_ptr() == ctypes.addressof(buf)
@@ -367,3 +364,124 @@ def test_versioned_tensor_with_null_strides_reads_as_c_contiguous(minor):
     # The tensor reads m's deleter slot when it lets go, so it must go before
     # m (a frame frees its locals in order of definition; ASan catches this).
     del t
+
+
+# --------------------------------------------------------------------------- negotiation with older producers
+
+
+class _OldProducer:
+    """A producer whose `__dlpack__` takes only the keywords in `accepts`,
+    as producers predating DLPack 1.0 do; it records every request."""
+
+    def __init__(self, array, accepts, device=(1, 0)):
+        self.array, self.accepts, self.device, self.calls = array, accepts, device, []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        unknown = set(kwargs) - set(self.accepts)
+        if unknown:
+            raise TypeError(f"__dlpack__() got an unexpected keyword argument {unknown.pop()!r}")
+        if self.device != (1, 0):
+            raise ValueError("stop here: no CUDA memory to hand out")
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+@pytest.mark.parametrize("accepts", [("stream",), ()], ids=["stream-only", "bare"])
+def test_from_dlpack_retries_without_the_keywords_a_producer_refuses(accepts):
+    """ONNX Runtime's OrtValue and Warp's arrays take no max_version: the
+    array API standard's consumers retry without it; so does dlbridge."""
+    a = np.arange(6.0)
+    p = _OldProducer(a, accepts)
+    t = db.from_dlpack(p)
+    assert t.data_ptr() == ptr(a) and t.tolist() == a.tolist()
+    assert p.calls == [{"max_version": (1, 3)}, {}]
+    assert np.from_dlpack(_OldProducer(a, accepts)).tolist() == a.tolist()  # NumPy does the same
+
+
+def test_from_dlpack_asks_a_cuda_producer_for_its_stream_before_dropping_it():
+    p = _OldProducer(np.arange(3.0), ("stream",), device=(2, 0))
+    with pytest.raises(ValueError, match="stop here"):
+        db.from_dlpack(p)
+    assert p.calls == [{"max_version": (1, 3), "stream": 1}, {"stream": 1}]
+
+
+def test_from_dlpack_gives_back_the_producers_own_error_unchanged():
+    err = ValueError("the producer's own complaint")
+
+    class Failing:
+        def __dlpack__(self, **kwargs):
+            raise err
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(ValueError) as info:
+        db.from_dlpack(Failing())
+    assert info.value is err
+
+
+def test_from_dlpack_gives_back_the_last_type_error_when_every_form_fails():
+    class Refusing:
+        calls = 0
+
+        def __dlpack__(self, **kwargs):
+            Refusing.calls += 1
+            raise TypeError(f"refused #{Refusing.calls}")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="refused #2"):
+        db.from_dlpack(Refusing())
+    assert Refusing.calls == 2
+
+
+@pytest.mark.parametrize("make", ["onnxruntime", "warp"])
+def test_from_dlpack_imports_producers_without_max_version(make):
+    """The two real producers of the issue, zero-copy."""
+    a = np.arange(6, dtype=np.float32)
+    if make == "onnxruntime":
+        ort = pytest.importorskip("onnxruntime")
+        x = ort.OrtValue.ortvalue_from_numpy(a)
+    else:
+        wp = pytest.importorskip("warp")
+        wp.config.quiet = True
+        x = wp.array(a, dtype=wp.float32, device="cpu", copy=False)
+    t = db.from_dlpack(x)
+    assert t.tolist() == a.tolist()
+    assert t.data_ptr() == np.from_dlpack(x).ctypes.data
+
+
+# --------------------------------------------------------------------------- __dlpack__'s keyword types
+
+
+@pytest.mark.parametrize("kwargs,exc", [
+    ({"max_version": 1}, TypeError),
+    ({"max_version": [1, 0]}, TypeError),
+    ({"max_version": (1,)}, TypeError),
+    ({"max_version": (1, 0, 0)}, TypeError),
+    ({"max_version": ("a", "b")}, TypeError),
+    ({"max_version": (1.0, 0)}, TypeError),
+    ({"dl_device": 1}, TypeError),
+    ({"dl_device": [1, 0]}, TypeError),
+    ({"dl_device": (1,)}, TypeError),
+    ({"dl_device": ("a", 0)}, TypeError),
+    ({"copy": "no"}, ValueError),
+    ({"copy": "yes"}, ValueError),
+    ({"bogus": 1}, TypeError),
+], ids=str)
+def test_dlpack_refuses_wrongly_typed_keywords_as_numpy_does(kwargs, exc):
+    with pytest.raises(exc):
+        np.arange(3.0).__dlpack__(**kwargs)
+    with pytest.raises(exc):
+        db.arange(3.0).__dlpack__(**kwargs)
+
+
+@pytest.mark.parametrize("copy", [0, 1, False, True, None, np.bool_(True)], ids=repr)
+def test_dlpack_copy_takes_any_non_string_truth_value(copy):
+    t = db.arange(3.0)
+    u = db.from_dlpack(t.__dlpack__(copy=copy, max_version=(1, 0)))
+    assert (u.data_ptr() == t.data_ptr()) == (not copy)

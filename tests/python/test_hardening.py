@@ -20,13 +20,9 @@ import dlbridge as db
 from conftest import ASAN_RUNTIME, hammer, rss_kib
 from dlpack_abi import (LEGACY_DELETER, VERSIONED_DELETER, DLDataType, DLDevice, DLManagedTensor,
                         DLManagedTensorVersioned, DLTensor)
+from dlpack_abi import new_capsule as PyCapsule_New
 
 # ----- random capsules -----------------------------------------------------------------------
-
-
-PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-PyCapsule_New.restype = ctypes.py_object
-PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 DELETES = []
 _on_delete_v = VERSIONED_DELETER(lambda p: DELETES.append(ctypes.addressof(p.contents)))
