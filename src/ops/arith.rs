@@ -344,10 +344,9 @@ mod tests {
         let w = binary((&wrap).into(), Scalar::Int(5).into(), BinaryOp::Pow).unwrap();
         assert_eq!(w.item().unwrap(), Scalar::Int(-13));
         let m = abs(&from(&[Scalar::Complex(-3.0, 4.0)], DType::C64)).unwrap();
-        assert_eq!(
-            (m.dtype(), m.item().unwrap()),
-            (DType::F32, Scalar::Float(5.0))
-        );
+        // Within rounding: Miri perturbs libm results on purpose.
+        assert_eq!(m.dtype(), DType::F32);
+        assert!(matches!(m.item().unwrap(), Scalar::Float(x) if (x - 5.0).abs() < 1e-5));
         let min = abs(&from(&[Scalar::Int(-128)], DType::I8)).unwrap();
         assert_eq!(min.item().unwrap(), Scalar::Int(-128));
         assert!(abs(&from(&[Scalar::Bool(true)], DType::Bool)).is_err());
