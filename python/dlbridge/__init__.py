@@ -5,7 +5,7 @@ The API follows PyTorch's: ``dlbridge.from_numpy``, ``Tensor.numpy``,
 namesakes, and every tensor speaks the DLPack Python protocol.
 """
 
-from . import _core, cuda
+from . import _core, cuda, return_types
 from ._core import (
     Tensor,
     arange,
@@ -98,5 +98,37 @@ __all__ = [
     "cuda", "device", "double", "dtype", "empty", "empty_like", "eye", "float", "float16", "float32",
     "float64", "from_dlpack", "from_numpy", "full", "full_like", "half", "int", "int8", "int16",
     "int32", "int64", "long", "manual_seed", "ones", "ones_like", "rand", "rand_like", "short",
-    "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like",
+    "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like", "return_types",
+    "abs", "pow", "sum", "mean", "max", "min", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge",
 ]
+
+
+# ----- the functional forms of Tensor methods, as torch.abs(t), torch.sum(t, 0), ...
+# (defined last: they shadow builtins of the same names in this module)
+
+
+def _functional(name: str):
+    def f(input: Tensor, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``dlbridge.{name}(input, ...)``: the same as ``input.{name}(...)``."
+    return f
+
+
+abs = _functional("abs")
+pow = _functional("pow")
+sum = _functional("sum")
+mean = _functional("mean")
+max = _functional("max")
+min = _functional("min")
+amax = _functional("amax")
+amin = _functional("amin")
+eq = _functional("eq")
+ne = _functional("ne")
+lt = _functional("lt")
+le = _functional("le")
+gt = _functional("gt")
+ge = _functional("ge")

@@ -34,8 +34,13 @@ fn check_bool_op(op: BinaryOp, a: &Operand, b: &Operand) -> Result<()> {
 }
 
 /// PyTorch refuses an integer tensor raised to a negative integer number
-/// (a tensor of negative exponents is allowed: those powers are 0, 1 or -1).
+/// (a tensor of negative exponents is allowed: those powers are 0, 1 or -1),
+/// and has no bool power of a bool tensor (`bool ** 2` promotes to int64,
+/// and `bool ** True` is a copy).
 fn check_integer_power(op: BinaryOp, dtype: DType, exponent: &Operand) -> Result<()> {
+    if op == BinaryOp::Pow && dtype == DType::Bool && matches!(exponent, Operand::Tensor(_)) {
+        bail!(NotImplemented, "\"pow\" not implemented for 'Bool'");
+    }
     let integral = matches!(dtype.category(), Category::Integral | Category::Bool);
     if op == BinaryOp::Pow
         && integral

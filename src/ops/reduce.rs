@@ -87,7 +87,12 @@ pub fn sum(
         None => a.clone(),
     };
     let out_dtype = sum_dtype(src.dtype());
-    Ok(run(&src, &dims, keepdim, ReduceOp::Sum, out_dtype, false)?.0)
+    let total = run(&src, &dims, keepdim, ReduceOp::Sum, out_dtype, false)?.0;
+    // An explicit dtype is the result's too (`sum(dtype=bool)` is bool).
+    match dtype {
+        Some(dt) if dt != out_dtype => total.to_dtype(dt),
+        _ => Ok(total),
+    }
 }
 
 /// `mean(dim=None, keepdim=False, *, dtype=None)`; floating and complex only.

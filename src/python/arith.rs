@@ -1,6 +1,7 @@
 //! Arithmetic glue: the binary operators (`+`, `-`, `*`, `/`, reflected and
 //! in place, and their named forms), the in-place writes `copy_`, `fill_`
-//! and `zero_`, `neg`, `sum` and `mean`, with PyTorch's `requires_grad` rules.
+//! and `zero_`, `neg`, `abs`, `**`, comparisons, and the reductions (`sum`,
+//! `mean`, `max`, `min`, `amax`, `amin`), with PyTorch's `requires_grad` rules.
 //!
 //! Layer: above `args` (operands) and `creation` (`copy_` takes any data
 //! `tensor()` takes); only `methods` uses it.
@@ -14,9 +15,11 @@ use super::dtype::extract_opt_dtype;
 use super::errors::{IntoPyResult, type_name};
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
-use crate::{BinaryOp, DType, Scalar, Tensor};
+use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyTuple};
 
 /// `self op other` (`other op self` when `reflected`); NotImplemented for
 /// operands dlbridge does not know, so Python can try the other side and
@@ -147,13 +150,126 @@ pub(crate) fn neg(this: &PyTensor, py: Python<'_>) -> PyResult<PyTensor> {
     this.compute(py, ops::neg)
 }
 
-/// A reduction to one value (`ops::sum`, `ops::mean`) with its `dtype=`.
+/// `self op other` for a comparison (`==`, `<`, ..., `eq()`, `lt()`, ...):
+/// a bool tensor that requires no grad. Operators give NotImplemented for
+/// an operand dlbridge does not know, so `t == [1, 2]` is False as in
+/// PyTorch; the named forms (`named`) raise TypeError.
+pub(crate) fn compare(
+    this: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    op: CompareOp,
+    named: bool,
+) -> PyResult<Py<PyAny>> {
+    let Some(r) = rhs(other)? else {
+        if named {
+            return Err(PyTypeError::new_err(format!(
+                "{}(): argument 'other' must be Tensor or Number, not {}",
+                op.name(),
+                type_name(other)
+            )));
+        }
+        return Ok(py.NotImplemented());
+    };
+    let a = &this.inner;
+    let out = match &r {
+        Rhs::Tensor(b, _) => {
+            let n = a.numel().max(b.numel());
+            maybe_detach(py, n, || ops::compare(a.into(), b.into(), op))
+        }
+        Rhs::Scalar(s) => maybe_detach(py, a.numel(), || ops::compare(a.into(), (*s).into(), op)),
+    };
+    Ok(Py::new(py, PyTensor::new(out.py()?))?.into_any())
+}
+
+/// `abs(t)`, `t.abs()`: the magnitude (real for complex input).
+pub(crate) fn abs(this: &PyTensor, py: Python<'_>) -> PyResult<PyTensor> {
+    this.compute(py, ops::abs)
+}
+
+/// The `dim=` of a reduction: `None` (every dimension), an int, or a tuple
+/// or list of ints.
+fn extract_dims(dim: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<Vec<i64>>> {
+    let Some(dim) = dim.filter(|d| !d.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(d) = dim.extract::<i64>() {
+        return Ok(Some(vec![d]));
+    }
+    if (dim.is_instance_of::<PyTuple>() || dim.is_instance_of::<PyList>())
+        && let Ok(ds) = dim.extract::<Vec<i64>>()
+    {
+        return Ok(Some(ds));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name}(): argument 'dim' must be int, tuple of ints or None, not {}",
+        type_name(dim)
+    )))
+}
+
+/// `ops::sum` or `ops::mean`.
+type SumLike = fn(&Tensor, Option<&[i64]>, bool, Option<DType>) -> crate::Result<Tensor>;
+
+/// `sum` and `mean`: over `dim` (every dimension when None), with `keepdim`
+/// and `dtype=`.
 pub(crate) fn reduce(
     this: &PyTensor,
     py: Python<'_>,
+    name: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
     dtype: Option<&Bound<'_, PyAny>>,
-    op: fn(&Tensor, Option<DType>) -> crate::Result<Tensor>,
+    op: SumLike,
 ) -> PyResult<PyTensor> {
+    let dims = extract_dims(dim, name)?;
     let dt = extract_opt_dtype(dtype)?;
-    this.compute(py, |t| op(t, dt))
+    this.compute(py, |t| op(t, dims.as_deref(), keepdim, dt))
+}
+
+/// `amax` and `amin`: values only, over any dimensions.
+pub(crate) fn extreme_values(
+    this: &PyTensor,
+    py: Python<'_>,
+    name: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    op: fn(&Tensor, Option<&[i64]>, bool) -> crate::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let dims = extract_dims(dim, name)?;
+    this.compute(py, |t| op(t, dims.as_deref(), keepdim))
+}
+
+/// `max()`/`min()`: the extreme element; `max(dim, keepdim=False)`: a
+/// `dlbridge.return_types.max` of values and indices, as PyTorch returns.
+pub(crate) fn extreme(
+    this: &PyTensor,
+    py: Python<'_>,
+    name: &'static str,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+) -> PyResult<Py<PyAny>> {
+    let is_max = name == "max";
+    let Some(dim) = dim.filter(|d| !d.is_none()) else {
+        let all = if is_max { ops::max } else { ops::min };
+        return Ok(Py::new(py, this.compute(py, all)?)?.into_any());
+    };
+    let dim: i64 = dim.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{name}(): argument 'dim' must be int, not {}",
+            type_name(dim)
+        ))
+    })?;
+    let by_dim = if is_max { ops::max_dim } else { ops::min_dim };
+    let t = &this.inner;
+    let r = maybe_detach(py, t.numel(), || by_dim(t, dim, keepdim)).py()?;
+    let values = Py::new(py, this.derived(r.values))?;
+    let indices = Py::new(py, PyTensor::new(r.indices))?;
+    static RETURN_TYPES: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = RETURN_TYPES
+        .get_or_try_init(py, || py.import("dlbridge.return_types").map(Bound::unbind))?;
+    Ok(module
+        .bind(py)
+        .getattr(name)?
+        .call1(((values, indices),))?
+        .unbind())
 }

@@ -15,7 +15,7 @@ use super::dtype::{PyDType, dtype_object};
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
 use super::{arith, convert, creation, cuda, dlpack_export, index, numpy};
-use crate::{BinaryOp, DType, Tensor, ops};
+use crate::{BinaryOp, CompareOp, DType, Tensor, ops};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -394,14 +394,173 @@ impl PyTensor {
         slf.clone()
     }
 
-    #[pyo3(signature = (*, dtype=None))]
-    fn sum(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        arith::reduce(self, py, dtype, |t, dt| ops::sum(t, None, false, dt))
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::reduce(self, py, "sum", dim, keepdim, dtype, ops::sum)
     }
 
-    #[pyo3(signature = (*, dtype=None))]
-    fn mean(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        arith::reduce(self, py, dtype, |t, dt| ops::mean(t, None, false, dt))
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::reduce(self, py, "mean", dim, keepdim, dtype, ops::mean)
+    }
+
+    /// `max()`, or `max(dim, keepdim=False)` -> `(values, indices)`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        arith::extreme(self, py, "max", dim, keepdim)
+    }
+
+    /// `min()`, or `min(dim, keepdim=False)` -> `(values, indices)`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        arith::extreme(self, py, "min", dim, keepdim)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        arith::extreme_values(self, py, "amax", dim, keepdim, ops::amax)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<PyTensor> {
+        arith::extreme_values(self, py, "amin", dim, keepdim, ops::amin)
+    }
+
+    fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::abs(self, py)
+    }
+
+    fn abs(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::abs(self, py)
+    }
+
+    // ----- powers -----
+
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = modulo; // three-argument pow() is not a tensor operation
+        arith::binary(self, py, other, BinaryOp::Pow, false)
+    }
+
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = modulo;
+        arith::binary(self, py, other, BinaryOp::Pow, true)
+    }
+
+    fn __ipow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        arith::binary_inplace(self, py, other, BinaryOp::Pow)
+    }
+
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::binary(self, py, exponent, BinaryOp::Pow, false)
+    }
+
+    fn pow_<'py>(
+        slf: &Bound<'py, Self>,
+        exponent: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        arith::named_inplace(slf, exponent, BinaryOp::Pow)
+    }
+
+    // ----- comparisons -----
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Eq, false)
+    }
+
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Ne, false)
+    }
+
+    fn __lt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Lt, false)
+    }
+
+    fn __le__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Le, false)
+    }
+
+    fn __gt__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Gt, false)
+    }
+
+    fn __ge__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Ge, false)
+    }
+
+    /// Tensors hash by identity, as PyTorch's do (`==` is elementwise).
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    fn eq(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Eq, true)
+    }
+
+    fn ne(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Ne, true)
+    }
+
+    fn lt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Lt, true)
+    }
+
+    fn le(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Le, true)
+    }
+
+    fn gt(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Gt, true)
+    }
+
+    fn ge(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        arith::compare(self, py, other, CompareOp::Ge, true)
     }
 
     // ----- Python values -----

@@ -1,0 +1,347 @@
+"""Comparisons, abs, powers and reductions, each compared with real torch.
+
+For every dtype and operand kind: the result's dtype, shape and values, or, for
+refused combinations, the exception class and message torch gives. Where torch has
+no CPU kernel for a dtype (uint16/32/64 mostly), the same op is done by torch in a
+wide dtype and cast back, which is what its kernels would give.
+"""
+
+import operator
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+from conftest import DTYPE_NAMES, FLOAT_NAMES
+from test_ops import OPERANDS, make_pair, same_error, to_numpy
+
+pytestmark = pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+
+COMPARISONS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+               "gt": operator.gt, "ge": operator.ge}
+UNSIGNED_PROMOTION = "Promotion for uint16, uint32, uint64 types is not supported"
+
+
+def missing_kernel(e):
+    return isinstance(e, RuntimeError) and "not implemented for" in str(e) and any(
+        f"'{n}'" in str(e) for n in ("UInt16", "UInt32", "UInt64"))
+
+
+def reference(f, *args, reduction=False):
+    """torch's (result, error) for f(*args). Where torch lacks an unsigned kernel, the
+    same op is done by NumPy on the same dtypes (a Python number first rounded to the
+    result dtype, wrapping as torch does), which is what the kernel would give; a
+    reduction is done by torch in int64 (the test data fit) and cast back."""
+    try:
+        return f(*args), None
+    except Exception as e:  # noqa: BLE001 - compared below
+        if not missing_kernel(e):
+            return None, e
+    if reduction:
+        (t,) = args
+        out = f(t.to(torch.int64))
+        if isinstance(out, torch.Tensor):
+            return out.to(t.dtype), None
+        return type(out)((out.values.to(t.dtype), out.indices)), None
+    rt = torch.result_type(*args) if len(args) == 2 else args[0].dtype
+    arrays = [(a if isinstance(a, torch.Tensor) else torch.tensor(a)).to(rt).numpy() for a in args]
+    return torch.from_numpy(np.asarray(f(*arrays))), None
+
+
+def compare_with_torch(f, ours, theirs, rtol=0.0, reduction=False):
+    """None when f(*ours) behaves as torch's f(*theirs), else what differs."""
+    ref, err = reference(f, *theirs, reduction=reduction)
+    if err is not None and str(err).startswith(UNSIGNED_PROMOTION):
+        return None  # torch defines no result; dlbridge may promote as it likes
+    if err is not None and ("ComplexHalf" in str(err) or "BComplex32" in str(err)):
+        return None  # dtypes dlbridge does not have (torch promotes bfloat16 with complex to one)
+    try:
+        got = f(*ours)
+    except Exception as e:  # noqa: BLE001 - compared with torch's
+        if err is None:
+            return f"raised {type(e).__name__}: {e}; torch gives {ref.dtype}"
+        return None if same_error(e, err) else f"{type(e).__name__}: {e} != torch's {type(err).__name__}: {err}"
+    if err is not None:
+        return f"gave {got.dtype}, torch raises {type(err).__name__}: {err}"
+    return same_tensor(got, ref, rtol)
+
+
+def same_tensor(got, ref, rtol=0.0):
+    if repr(got.dtype).split(".")[-1] != repr(ref.dtype).split(".")[-1]:
+        return f"dtype {got.dtype} != torch's {ref.dtype}"
+    if got.shape != tuple(ref.shape):
+        return f"shape {got.shape} != torch's {tuple(ref.shape)}"
+    try:
+        if rtol and (ref.is_floating_point() or ref.is_complex()):
+            np.testing.assert_allclose(to_numpy(got), to_numpy(ref), rtol=rtol, atol=0, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(to_numpy(got), to_numpy(ref))
+    except AssertionError:
+        return f"values {got.tolist()} != torch's {ref.tolist()}"
+    return None
+
+
+def eps(name):
+    return float(torch.finfo(getattr(torch, name)).eps) if name in FLOAT_NAMES else 0.0
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+@pytest.mark.parametrize("op", COMPARISONS.values(), ids=COMPARISONS.keys())
+@pytest.mark.parametrize("left", [k for k in OPERANDS if k[0] != "scalar"], ids=lambda k: f"{k[0]}-{k[1]}")
+def test_comparison_matches_torch(op, left):
+    """left op right for every kind of right operand, and the reflected scalar forms."""
+    la, lt = make_pair(*left)
+    problems = {}
+    for right in OPERANDS:
+        ra, rt = make_pair(*right)
+        for name, (x, y, u, v) in {"": (la, ra, lt, rt), "reflected": (ra, la, rt, lt)}.items():
+            diff = compare_with_torch(op, (x, y), (u, v))
+            if diff:
+                problems[f"{name}{right[0]}-{right[1]}"] = diff
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("name", COMPARISONS)
+def test_named_comparisons_match_the_operators(name):
+    a, b = db.tensor([[1.0, 5.0, float("nan")]]), db.tensor([[1.0], [6.0]])
+    ta, tb = torch.tensor([[1.0, 5.0, float("nan")]]), torch.tensor([[1.0], [6.0]])
+    for ours, theirs in [(getattr(a, name)(b), getattr(ta, name)(tb)),
+                         (getattr(db, name)(a, 5), getattr(torch, name)(ta, 5)),
+                         (COMPARISONS[name](a, b), COMPARISONS[name](ta, tb))]:
+        assert ours.dtype is db.bool and not ours.requires_grad
+        assert ours.tolist() == theirs.tolist()
+
+
+def test_comparison_rounds_the_number_to_the_tensor_dtype_as_torch():
+    assert (db.tensor([1.5], dtype=db.float16) == 1.5000001).tolist() == [True]
+    assert (db.tensor([0], dtype=db.uint8) < -1).tolist() == \
+        (torch.tensor([0], dtype=torch.uint8) < -1).tolist()
+
+
+def test_comparison_with_what_is_not_a_tensor_or_number_is_not_implemented():
+    t = db.tensor([1, 2])
+    assert (t == [1, 2]) is False and (t != [1, 2]) is True  # as torch: Python's fallback
+    assert (t == "a") is False
+    with pytest.raises(TypeError):
+        t < "a"
+    with pytest.raises(TypeError, match="eq"):
+        t.eq([1, 2])
+
+
+def test_comparison_with_an_ndarray_is_elementwise():
+    t = db.tensor([1, 2, 3])
+    assert (t == np.array([1, 0, 3])).tolist() == [True, False, True]
+
+
+def test_ordering_complex_is_refused_with_torchs_message():
+    c, tc = db.tensor([1j]), torch.tensor([1j])
+    with pytest.raises(RuntimeError) as e:
+        c < c
+    with pytest.raises(RuntimeError) as te:
+        tc < tc
+    assert str(e.value) == str(te.value)
+    assert (c == c).tolist() == [True]
+
+
+def test_tensors_hash_by_identity():
+    t, u = db.tensor([1]), db.tensor([1])
+    assert hash(t) == hash(t) and hash(t) != hash(u)
+    d = {t: "t", u: "u"}
+    assert d[t] == "t" and d[u] == "u"
+
+
+def test_large_comparison_matches_numpy():
+    a = np.random.default_rng(0).standard_normal((513, 1024)).astype(np.float32)
+    b = a[::-1].copy()
+    assert np.array_equal(db.from_numpy(a).lt(db.from_numpy(b)).numpy(), a < b)
+
+
+# --------------------------------------------------------------------------- abs and powers
+
+
+@pytest.mark.parametrize("kind", ["tensor", "0d"])
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_abs_matches_torch(name, kind):
+    ours, theirs = make_pair(kind, name)
+    ours, theirs = (ours, theirs) if name == "bool" else (-ours if not name.startswith("uint") else ours,
+                                                            -theirs if not name.startswith("uint") else theirs)
+    assert compare_with_torch(abs, (ours,), (theirs,)) is None
+    if name != "bool":
+        for f in (lambda t: t.abs(), lambda t: db.abs(t)):
+            assert f(ours).tolist() == abs(ours).tolist()
+
+
+def test_abs_of_complex_is_the_real_magnitude():
+    t = db.tensor([3 + 4j, -5j], dtype=db.complex64)
+    m = abs(t)
+    assert m.dtype is db.float32 and m.tolist() == [5.0, 5.0]
+    assert db.abs(db.tensor([-128], dtype=db.int8)).tolist() == [-128]  # wraps, as torch
+
+
+@pytest.mark.parametrize("left", [k for k in OPERANDS if k[0] != "scalar"], ids=lambda k: f"{k[0]}-{k[1]}")
+def test_pow_matches_torch(left):
+    la, lt = make_pair(*left)
+    problems = {}
+    for right in OPERANDS:
+        ra, rt = make_pair(*right)
+        for name, (x, y, u, v) in {"": (la, ra, lt, rt), "reflected": (ra, la, rt, lt)}.items():
+            rtol = 4 * max(eps(left[1]), eps(right[1]), 1e-15 if "complex" in left[1] + right[1] else 0)
+            diff = compare_with_torch(operator.pow, (x, y), (u, v), rtol=rtol or 1e-6 * ("float" in name))
+            if diff:
+                problems[f"{name}{right[0]}-{right[1]}"] = diff
+    assert not problems, problems
+
+
+def test_pow_forms_and_torchs_integer_rules():
+    t = db.tensor([2, 3, -2])
+    assert (t ** 2).tolist() == t.pow(2).tolist() == db.pow(t, 2).tolist() == [4, 9, 4]
+    assert (2 ** db.tensor([-1, 0, 3])).tolist() == (2 ** torch.tensor([-1, 0, 3])).tolist()
+    b = db.tensor([2, -1, 1])
+    assert (b ** db.tensor([-1, -1, -2])).tolist() == (torch.tensor([2, -1, 1]) ** torch.tensor([-1, -1, -2])).tolist()
+    with pytest.raises(RuntimeError) as e:
+        t ** -1
+    with pytest.raises(RuntimeError) as te:
+        torch.tensor([2, 3, -2]) ** -1
+    assert str(e.value) == str(te.value)
+    assert (db.tensor([True, False]) ** 2).dtype is db.int64
+    u = db.tensor([1.0, 2.0])
+    u **= 3
+    assert u.tolist() == [1.0, 8.0]
+    assert u.pow_(0.5) is u
+    np.testing.assert_allclose(u.numpy(), [1.0, 8.0 ** 0.5], rtol=1e-6)
+
+
+def test_pow_keeps_requires_grad_and_comparison_drops_it():
+    t = db.tensor([1.0, 2.0], requires_grad=True)
+    assert (t ** 2).requires_grad and abs(t).requires_grad
+    assert not (t > 1).requires_grad
+
+
+# --------------------------------------------------------------------------- reductions
+
+REDUCE_DATA = [[3, -1, 4], [-5, 9, 2]]  # distinct values: the index of an extreme is unique
+DIMS = [None, 0, 1, -1, -2, (0, 1), (1, 0), [1], ()]
+
+
+def reduction_pair(name):
+    data = [[True, False, True], [False, False, True]] if name == "bool" else (
+        [[3, 1, 4], [5, 9, 2]] if name.startswith("uint") else REDUCE_DATA)
+    return db.tensor(data, dtype=getattr(db, name)), torch.tensor(data, dtype=getattr(torch, name))
+
+
+def call(method, t, dim, keepdim):
+    if dim is None:
+        return getattr(t, method)() if not keepdim else getattr(t, method)(keepdim=True)
+    return getattr(t, method)(dim, keepdim=keepdim)
+
+
+@pytest.mark.parametrize("method", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_reduction_matches_torch(method, name):
+    ours, theirs = reduction_pair(name)
+    problems = {}
+    for dim in DIMS:
+        for keepdim in (False, True):
+            if method in ("sum", "mean") and dim is None and keepdim:
+                continue  # torch's sum(keepdim=True) without dim is an error of its own signature
+            def f(t, dim=dim, keepdim=keepdim):
+                return call(method, t, dim, keepdim)
+            diff = compare_with_torch(f, (ours,), (theirs,), rtol=4 * eps(name) or 1e-12,
+                                      reduction=True)
+            if diff:
+                problems[f"dim={dim} keepdim={keepdim}"] = diff
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("method", ["max", "min"])
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_max_min_match_torch(method, name):
+    ours, theirs = reduction_pair(name)
+    assert compare_with_torch(lambda t: getattr(t, method)(), (ours,), (theirs,), reduction=True) is None
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            ref, err = reference(lambda t: getattr(t, method)(dim, keepdim=keepdim), theirs, reduction=True)
+            if err is not None:
+                with pytest.raises(type(err) if not isinstance(err, NotImplementedError) else RuntimeError) as e:
+                    getattr(ours, method)(dim, keepdim=keepdim)
+                assert same_error(e.value, err), (str(e.value), str(err))
+                continue
+            got = getattr(ours, method)(dim, keepdim=keepdim)
+            assert type(got).__name__ == method and type(got).__module__ == "dlbridge.return_types"
+            values, indices = got
+            assert got.values is values and got.indices is indices
+            assert same_tensor(values, ref.values) is None, (dim, keepdim)
+            assert same_tensor(indices, ref.indices) is None, (dim, keepdim)
+
+
+def test_sum_dtype_and_promotion():
+    t = db.tensor([[1, 2], [3, 4]], dtype=db.int8)
+    assert t.sum().dtype is db.int64 and t.sum(0).dtype is db.int64
+    assert t.sum(1, dtype=db.float32).tolist() == [3.0, 7.0]
+    assert db.tensor([True, True]).sum().item() == 2
+    assert db.sum(t, 0).tolist() == [4, 6] and db.mean(t.float(), (0, 1)).item() == 2.5
+
+
+@pytest.mark.parametrize("expr", [
+    "t.max()", "t.amax(0)", "t.max(0).values", "t.mean()", "t.sum(0, dtype=lib.bool)",
+    "e.max()", "e.amax(0)", "e.max(0).values", "e.sum(0)", "e.mean(0)", "e.amax(1)",
+    "t.sum((0, 0))", "t.amax((0, -2))", "t.sum(2)", "t.max(-3)", "c.max()", "c.amax()", "c.max(0).values",
+    "c.amin(0)", "t.max((0, 1))", "t.sum('a')", "t.sum(0.5)",
+], ids=str)
+def test_reduction_errors_match_torch(expr):
+    def run(lib):
+        t = lib.tensor([[1, 2], [3, 4]])
+        e = lib.zeros(0, 3)  # noqa: F841 - used by eval
+        c = lib.tensor([1j, 2j])  # noqa: F841
+        return eval(expr)
+
+    try:
+        ref, err = run(torch), None
+    except Exception as x:  # noqa: BLE001
+        ref, err = None, x
+    if err is None:
+        got = run(db)
+        assert same_tensor(got, ref) is None
+        return
+    with pytest.raises(Exception) as e:
+        run(db)
+    if isinstance(err, TypeError):  # argument parsing: the class matters, torch's long text does not
+        assert isinstance(e.value, TypeError), e.value
+    else:
+        assert same_error(e.value, err), f"{type(e.value).__name__}: {e.value} != {type(err).__name__}: {err}"
+
+
+def test_nan_wins_the_extremes_as_in_torch():
+    data = [[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]]
+    t, tt = db.tensor(data), torch.tensor(data)
+    for f in (lambda x: x.max(), lambda x: x.amin(1), lambda x: x.max(1).values, lambda x: x.max(1).indices):
+        assert same_tensor(f(t), f(tt), rtol=1e-7) is None
+
+
+def test_reductions_over_views_and_large_tensors_match_numpy():
+    a = np.random.default_rng(1).standard_normal((300, 700))
+    t = db.from_numpy(a)
+    np.testing.assert_allclose(t.sum(0).numpy(), a.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(t.T.mean(1).numpy(), a.T.mean(1), rtol=1e-12)
+    np.testing.assert_array_equal(t[::2, 1::3].amax(1).numpy(), a[::2, 1::3].max(1))
+    np.testing.assert_array_equal(t.max(0).indices.numpy(), a.argmax(0))
+
+
+def test_return_types_behave_like_torchs():
+    r, tr = db.tensor([[1, 5], [7, 2]]).max(1), torch.tensor([[1, 5], [7, 2]]).max(1)
+    assert repr(r) == repr(tr).replace("torch.", "dlbridge.")
+    assert isinstance(r, tuple) and len(r) == 2
+    back = pickle.loads(pickle.dumps(db.return_types.max((1, 2))))
+    assert back == (1, 2) and type(back) is db.return_types.max and back.indices == 2
+
+
+def test_functional_forms_take_only_tensors():
+    with pytest.raises(TypeError, match="must be Tensor"):
+        db.sum([1, 2])
+    assert db.amin(db.tensor([[3, 1], [2, 0]]), 1).tolist() == [1, 0]
+    assert db.max(db.tensor([[3, 1], [2, 0]]), 0, keepdim=True).values.tolist() == [[3, 1]]
+
