@@ -21,6 +21,25 @@ pub enum DType {
     F64,
     C64,
     C128,
+    // The narrow types of DLPack 1.3: stored, exchanged, copied and cast,
+    // but not computed with (see `is_storage_only`).
+    F8E3M4,
+    F8E4M3,
+    F8E4M3B11FNUZ,
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    F8E8M0FNU,
+    F6E2M3FN,
+    F6E3M2FN,
+    /// One float4_e2m1fn value per byte (ml_dtypes' layout).
+    F4E2M1FN,
+    /// Two float4_e2m1fn values per byte, low nibble first (PyTorch's
+    /// `float4_e2m1fn_x2`): a byte is one element.
+    F4E2M1FNX2,
+    /// PyTorch's `complex32`: two float16.
+    C32,
 }
 
 /// Coarse kinds used by PyTorch's promotion rules; ordered low to high.
@@ -34,7 +53,7 @@ pub enum Category {
 
 impl DType {
     /// Every dtype, in the order the Python module lists them.
-    pub const ALL: [DType; 15] = [
+    pub const ALL: [DType; 28] = [
         DType::Bool,
         DType::U8,
         DType::I8,
@@ -50,6 +69,19 @@ impl DType {
         DType::F64,
         DType::C64,
         DType::C128,
+        DType::F8E3M4,
+        DType::F8E4M3,
+        DType::F8E4M3B11FNUZ,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::F8E8M0FNU,
+        DType::F6E2M3FN,
+        DType::F6E3M2FN,
+        DType::F4E2M1FN,
+        DType::F4E2M1FNX2,
+        DType::C32,
     ];
 
     /// The dtype PyTorch picks for Python floats and for `Tensor(...)`.
@@ -73,6 +105,19 @@ impl DType {
             DType::F64 => "float64",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::F8E3M4 => "float8_e3m4",
+            DType::F8E4M3 => "float8_e4m3",
+            DType::F8E4M3B11FNUZ => "float8_e4m3b11fnuz",
+            DType::F8E4M3FN => "float8_e4m3fn",
+            DType::F8E4M3FNUZ => "float8_e4m3fnuz",
+            DType::F8E5M2 => "float8_e5m2",
+            DType::F8E5M2FNUZ => "float8_e5m2fnuz",
+            DType::F8E8M0FNU => "float8_e8m0fnu",
+            DType::F6E2M3FN => "float6_e2m3fn",
+            DType::F6E3M2FN => "float6_e3m2fn",
+            DType::F4E2M1FN => "float4_e2m1fn",
+            DType::F4E2M1FNX2 => "float4_e2m1fn_x2",
+            DType::C32 => "complex32",
         }
     }
 
@@ -95,6 +140,19 @@ impl DType {
             DType::F64 => "Double",
             DType::C64 => "ComplexFloat",
             DType::C128 => "ComplexDouble",
+            DType::F8E3M4 => "Float8_e3m4",
+            DType::F8E4M3 => "Float8_e4m3",
+            DType::F8E4M3B11FNUZ => "Float8_e4m3b11fnuz",
+            DType::F8E4M3FN => "Float8_e4m3fn",
+            DType::F8E4M3FNUZ => "Float8_e4m3fnuz",
+            DType::F8E5M2 => "Float8_e5m2",
+            DType::F8E5M2FNUZ => "Float8_e5m2fnuz",
+            DType::F8E8M0FNU => "Float8_e8m0fnu",
+            DType::F6E2M3FN => "Float6_e2m3fn",
+            DType::F6E3M2FN => "Float6_e3m2fn",
+            DType::F4E2M1FN => "Float4_e2m1fn",
+            DType::F4E2M1FNX2 => "Float4_e2m1fn_x2",
+            DType::C32 => "ComplexHalf",
         }
     }
 
@@ -118,7 +176,8 @@ impl DType {
             "float64" | "double" => DType::F64,
             "complex64" | "cfloat" => DType::C64,
             "complex128" | "cdouble" => DType::C128,
-            _ => return None,
+            "complex32" | "chalf" => DType::C32,
+            other => return DType::ALL[15..].iter().copied().find(|d| d.name() == other),
         })
     }
 
@@ -127,19 +186,79 @@ impl DType {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I32 | DType::U32 | DType::F32 | DType::C32 => 4,
             DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
             DType::C128 => 16,
+            _ => 1, // the narrow floats, one byte each
         }
     }
 
     pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Category::Floating,
-            DType::C64 | DType::C128 => Category::Complex,
-            _ => Category::Integral,
+            DType::C32 | DType::C64 | DType::C128 => Category::Complex,
+            DType::U8
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U16
+            | DType::U32
+            | DType::U64 => Category::Integral,
+            _ => Category::Floating,
         }
+    }
+
+    /// The DLPack 1.3 narrow types and complex32: dlbridge stores, exchanges,
+    /// copies and casts them, and refuses arithmetic on them (PyTorch has
+    /// no kernels for most of it either).
+    pub fn is_storage_only(self) -> bool {
+        self.is_narrow_float() || self == DType::C32
+    }
+
+    /// float8, float6 and float4 (which PyTorch does not promote with others).
+    pub fn is_narrow_float(self) -> bool {
+        matches!(
+            self,
+            DType::F8E3M4
+                | DType::F8E4M3
+                | DType::F8E4M3B11FNUZ
+                | DType::F8E4M3FN
+                | DType::F8E4M3FNUZ
+                | DType::F8E5M2
+                | DType::F8E5M2FNUZ
+                | DType::F8E8M0FNU
+                | DType::F6E2M3FN
+                | DType::F6E3M2FN
+                | DType::F4E2M1FN
+                | DType::F4E2M1FNX2
+        )
+    }
+
+    /// The unsigned integer type of the same size: storage-only tensors are
+    /// copied and filled as it, bit for bit, on every device.
+    pub fn bits_twin(self) -> DType {
+        match self.size() {
+            1 => DType::U8,
+            2 => DType::U16,
+            4 => DType::U32,
+            _ => DType::U64,
+        }
+    }
+
+    /// Bits per value in DLPack's spelling (float6 and float4 are sub-byte).
+    fn dlpack_bits(self) -> u8 {
+        match self {
+            DType::F6E2M3FN | DType::F6E3M2FN => 6,
+            DType::F4E2M1FN | DType::F4E2M1FNX2 => 4,
+            other => (other.size() * 8) as u8,
+        }
+    }
+
+    /// Whether DLPack must be told this type is padded (one sub-byte value
+    /// per byte, `IS_SUBBYTE_TYPE_PADDED`).
+    pub fn is_padded_subbyte(self) -> bool {
+        matches!(self, DType::F6E2M3FN | DType::F6E3M2FN | DType::F4E2M1FN)
     }
 
     pub fn is_floating_point(self) -> bool {
@@ -154,52 +273,54 @@ impl DType {
     pub fn is_signed(self) -> bool {
         !matches!(
             self,
-            DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64
+            DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E8M0FNU
         )
     }
 
-    /// The DLPack descriptor of this dtype (one lane).
+    /// The DLPack descriptor of this dtype: one lane, but for PyTorch's
+    /// packed pair of float4 (bits 4, lanes 2, as PyTorch spells it).
     pub fn to_dlpack(self) -> DLDataType {
-        let code = match self.category() {
-            Category::Bool => DLDataTypeCode::BOOL,
-            Category::Complex => DLDataTypeCode::COMPLEX,
-            Category::Floating if self == DType::BF16 => DLDataTypeCode::BFLOAT,
-            Category::Floating => DLDataTypeCode::FLOAT,
-            Category::Integral if self.is_signed() => DLDataTypeCode::INT,
-            Category::Integral => DLDataTypeCode::UINT,
+        let code = match self {
+            DType::Bool => DLDataTypeCode::BOOL,
+            DType::BF16 => DLDataTypeCode::BFLOAT,
+            DType::F16 | DType::F32 | DType::F64 => DLDataTypeCode::FLOAT,
+            DType::C32 | DType::C64 | DType::C128 => DLDataTypeCode::COMPLEX,
+            DType::F8E3M4 => DLDataTypeCode::FLOAT8_E3M4,
+            DType::F8E4M3 => DLDataTypeCode::FLOAT8_E4M3,
+            DType::F8E4M3B11FNUZ => DLDataTypeCode::FLOAT8_E4M3B11FNUZ,
+            DType::F8E4M3FN => DLDataTypeCode::FLOAT8_E4M3FN,
+            DType::F8E4M3FNUZ => DLDataTypeCode::FLOAT8_E4M3FNUZ,
+            DType::F8E5M2 => DLDataTypeCode::FLOAT8_E5M2,
+            DType::F8E5M2FNUZ => DLDataTypeCode::FLOAT8_E5M2FNUZ,
+            DType::F8E8M0FNU => DLDataTypeCode::FLOAT8_E8M0FNU,
+            DType::F6E2M3FN => DLDataTypeCode::FLOAT6_E2M3FN,
+            DType::F6E3M2FN => DLDataTypeCode::FLOAT6_E3M2FN,
+            DType::F4E2M1FN | DType::F4E2M1FNX2 => DLDataTypeCode::FLOAT4_E2M1FN,
+            _ if self.is_signed() => DLDataTypeCode::INT,
+            _ => DLDataTypeCode::UINT,
         };
         DLDataType {
             code,
-            bits: (self.size() * 8) as u8,
-            lanes: 1,
+            bits: self.dlpack_bits(),
+            lanes: if self == DType::F4E2M1FNX2 { 2 } else { 1 },
         }
     }
 
-    /// Reads a DLPack dtype, refusing vector lanes and types dlbridge cannot compute with.
+    /// Reads a DLPack dtype, refusing vector lanes and types dlbridge does
+    /// not have. float6 and float4 with one lane read as padded (one value
+    /// per byte); the importer turns packed float4 into pairs.
     pub fn from_dlpack(dt: DLDataType) -> Result<DType> {
-        let found = match (dt.code, dt.bits, dt.lanes) {
-            (DLDataTypeCode::BOOL, 8, 1) => Some(DType::Bool),
-            (DLDataTypeCode::UINT, 8, 1) => Some(DType::U8),
-            (DLDataTypeCode::UINT, 16, 1) => Some(DType::U16),
-            (DLDataTypeCode::UINT, 32, 1) => Some(DType::U32),
-            (DLDataTypeCode::UINT, 64, 1) => Some(DType::U64),
-            (DLDataTypeCode::INT, 8, 1) => Some(DType::I8),
-            (DLDataTypeCode::INT, 16, 1) => Some(DType::I16),
-            (DLDataTypeCode::INT, 32, 1) => Some(DType::I32),
-            (DLDataTypeCode::INT, 64, 1) => Some(DType::I64),
-            (DLDataTypeCode::FLOAT, 16, 1) => Some(DType::F16),
-            (DLDataTypeCode::FLOAT, 32, 1) => Some(DType::F32),
-            (DLDataTypeCode::FLOAT, 64, 1) => Some(DType::F64),
-            (DLDataTypeCode::BFLOAT, 16, 1) => Some(DType::BF16),
-            (DLDataTypeCode::COMPLEX, 64, 1) => Some(DType::C64),
-            (DLDataTypeCode::COMPLEX, 128, 1) => Some(DType::C128),
-            _ => None,
-        };
+        let found = DType::ALL.into_iter().find(|d| {
+            let want = d.to_dlpack();
+            (want.code, want.bits, want.lanes) == (dt.code, dt.bits, dt.lanes)
+        });
         found.ok_or_else(|| {
             crate::err!(
                 UnsupportedDtype,
                 "unsupported DLPack dtype (code={}, bits={}, lanes={}); dlbridge supports bool, \
-                 (u)int8/16/32/64, float16, bfloat16, float32, float64, complex64 and complex128",
+                 (u)int8/16/32/64, float16, bfloat16, float32, float64, complex32/64/128, and the \
+                 float8, float6 and float4 types of DLPack 1.3, one lane each (float4 also as \
+                 PyTorch's pair, bits=4 lanes=2)",
                 dt.code.0,
                 dt.bits,
                 dt.lanes
@@ -210,6 +331,7 @@ impl DType {
     /// The real type with the same precision as a complex one (and the identity otherwise).
     pub fn to_real(self) -> DType {
         match self {
+            DType::C32 => DType::F16,
             DType::C64 => DType::F32,
             DType::C128 => DType::F64,
             other => other,
@@ -238,6 +360,21 @@ impl DType {
         use Category::*;
         if a == b {
             return Ok(a);
+        }
+        if a.is_narrow_float() || b.is_narrow_float() {
+            let family = if a.is_narrow_float() { a } else { b }.scalar_type_name();
+            bail!(
+                InvalidOperation,
+                "Promotion for {} Types is not supported, attempted to promote {} and {}",
+                &family[..family.find('_').unwrap_or(family.len())],
+                a.scalar_type_name(),
+                b.scalar_type_name()
+            );
+        }
+        // complex32 meets other types as complex64 would (it computes in nothing).
+        if a == DType::C32 || b == DType::C32 {
+            let widen = |d| if d == DType::C32 { DType::C64 } else { d };
+            return DType::promote(widen(a), widen(b));
         }
         let (lo, hi) = if a.category() <= b.category() {
             (a, b)
@@ -318,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn vector_lanes_and_fp8_are_refused() {
+    fn vector_lanes_are_refused_and_dlpack_1_3_types_read() {
         let mut dt = F32.to_dlpack();
         dt.lanes = 4;
         assert!(DType::from_dlpack(dt).err().unwrap().kind() == crate::ErrorKind::UnsupportedDtype);
@@ -327,7 +464,20 @@ mod tests {
             bits: 8,
             lanes: 1,
         };
-        assert!(DType::from_dlpack(fp8).is_err());
+        assert_eq!(DType::from_dlpack(fp8).unwrap(), F8E4M3FN);
+        // PyTorch's pair of float4 and the spec's single one.
+        let pair = DLDataType {
+            code: DLDataTypeCode::FLOAT4_E2M1FN,
+            bits: 4,
+            lanes: 2,
+        };
+        assert_eq!(DType::from_dlpack(pair).unwrap(), F4E2M1FNX2);
+        assert_eq!(
+            DType::from_dlpack(DLDataType { lanes: 1, ..pair }).unwrap(),
+            F4E2M1FN
+        );
+        assert!(DType::promote(F8E4M3FN, F32).is_err());
+        assert_eq!(DType::promote(C32, F32).unwrap(), C64);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! every float, so one pair of functions per type covers all 225 casts, and
 //! the optimiser folds the enum away inside the loops.
 
-use crate::{DType, Scalar};
+use crate::{DType, Scalar, minifloat};
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
@@ -119,6 +119,91 @@ macro_rules! complex_element {
 }
 complex_element!(Complex32, f32 => C64, Complex64, f64 => C128);
 
+/// A narrow float: one byte holding a code of its format (see `minifloat`).
+/// Casts go through float32, as PyTorch's do.
+macro_rules! narrow_element {
+    ($($name:ident => $dt:ident, $decode:expr, $encode:expr;)*) => {$(
+        #[doc = concat!("One `", stringify!($dt), "` code.")]
+        #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+        #[repr(transparent)]
+        pub struct $name(pub u8);
+        // SAFETY: a transparent byte; zero is a valid code of every format.
+        unsafe impl bytemuck::Zeroable for $name {}
+        impl Element for $name {
+            const DTYPE: DType = DType::$dt;
+            #[inline(always)]
+            fn to_scalar(self) -> Scalar { Scalar::Float(f64::from(($decode)(self.0))) }
+            #[inline(always)]
+            fn from_scalar(s: Scalar) -> Self { $name(($encode)(f32::from_scalar(s))) }
+        }
+    )*};
+}
+narrow_element! {
+    Float8E3M4 => F8E3M4, |c| minifloat::FLOAT8_E3M4.decode(c), |x| minifloat::FLOAT8_E3M4.encode(x);
+    Float8E4M3 => F8E4M3, |c| minifloat::FLOAT8_E4M3.decode(c), |x| minifloat::FLOAT8_E4M3.encode(x);
+    Float8E4M3B11Fnuz => F8E4M3B11FNUZ, |c| minifloat::FLOAT8_E4M3B11FNUZ.decode(c),
+        |x| minifloat::FLOAT8_E4M3B11FNUZ.encode(x);
+    Float8E4M3Fn => F8E4M3FN, |c| minifloat::FLOAT8_E4M3FN.decode(c), |x| minifloat::FLOAT8_E4M3FN.encode(x);
+    Float8E4M3Fnuz => F8E4M3FNUZ, |c| minifloat::FLOAT8_E4M3FNUZ.decode(c),
+        |x| minifloat::FLOAT8_E4M3FNUZ.encode(x);
+    Float8E5M2 => F8E5M2, |c| minifloat::FLOAT8_E5M2.decode(c), |x| minifloat::FLOAT8_E5M2.encode(x);
+    Float8E5M2Fnuz => F8E5M2FNUZ, |c| minifloat::FLOAT8_E5M2FNUZ.decode(c),
+        |x| minifloat::FLOAT8_E5M2FNUZ.encode(x);
+    Float8E8M0Fnu => F8E8M0FNU, minifloat::e8m0::decode, minifloat::e8m0::encode;
+    Float6E2M3Fn => F6E2M3FN, |c| minifloat::FLOAT6_E2M3FN.decode(c), |x| minifloat::FLOAT6_E2M3FN.encode(x);
+    Float6E3M2Fn => F6E3M2FN, |c| minifloat::FLOAT6_E3M2FN.decode(c), |x| minifloat::FLOAT6_E3M2FN.encode(x);
+    Float4E2M1Fn => F4E2M1FN, |c| minifloat::FLOAT4_E2M1FN.decode(c), |x| minifloat::FLOAT4_E2M1FN.encode(x);
+}
+
+/// PyTorch's `float4_e2m1fn_x2`: two values in one byte, which no single
+/// number describes; `Tensor` refuses its casts and values (as PyTorch
+/// does), so only its bytes are ever copied. Its "scalar" is the raw byte.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Float4E2M1FnX2(pub u8);
+// SAFETY: a transparent byte.
+unsafe impl bytemuck::Zeroable for Float4E2M1FnX2 {}
+impl Element for Float4E2M1FnX2 {
+    const DTYPE: DType = DType::F4E2M1FNX2;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Int(i128::from(self.0))
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        Float4E2M1FnX2(int(s) as u8)
+    }
+}
+
+/// PyTorch's `complex32`: two float16; a value is rounded to float32 first
+/// and then to float16, as PyTorch's `c10::complex<Half>` does.
+#[derive(Copy, Clone, Debug, PartialEq)]
+#[repr(C)]
+pub struct ComplexHalf {
+    pub re: f16,
+    pub im: f16,
+}
+// SAFETY: two float16, all-zero bits are 0 + 0i.
+unsafe impl bytemuck::Zeroable for ComplexHalf {}
+impl Element for ComplexHalf {
+    const DTYPE: DType = DType::C32;
+    #[inline(always)]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Complex(self.re.to_f64(), self.im.to_f64())
+    }
+    #[inline(always)]
+    fn from_scalar(s: Scalar) -> Self {
+        let (re, im) = match s {
+            Scalar::Complex(re, im) => (re as f32, im as f32),
+            s => (f32::from_scalar(s), 0.0),
+        };
+        ComplexHalf {
+            re: f16::from_f32(re),
+            im: f16::from_f32(im),
+        }
+    }
+}
+
 /// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
 #[macro_export]
 macro_rules! with_element {
@@ -185,6 +270,131 @@ macro_rules! with_element {
                 type $T = num_complex::Complex64;
                 $body
             }
+            __D::F8E3M4 => {
+                type $T = $crate::element::Float8E3M4;
+                $body
+            }
+            __D::F8E4M3 => {
+                type $T = $crate::element::Float8E4M3;
+                $body
+            }
+            __D::F8E4M3B11FNUZ => {
+                type $T = $crate::element::Float8E4M3B11Fnuz;
+                $body
+            }
+            __D::F8E4M3FN => {
+                type $T = $crate::element::Float8E4M3Fn;
+                $body
+            }
+            __D::F8E4M3FNUZ => {
+                type $T = $crate::element::Float8E4M3Fnuz;
+                $body
+            }
+            __D::F8E5M2 => {
+                type $T = $crate::element::Float8E5M2;
+                $body
+            }
+            __D::F8E5M2FNUZ => {
+                type $T = $crate::element::Float8E5M2Fnuz;
+                $body
+            }
+            __D::F8E8M0FNU => {
+                type $T = $crate::element::Float8E8M0Fnu;
+                $body
+            }
+            __D::F6E2M3FN => {
+                type $T = $crate::element::Float6E2M3Fn;
+                $body
+            }
+            __D::F6E3M2FN => {
+                type $T = $crate::element::Float6E3M2Fn;
+                $body
+            }
+            __D::F4E2M1FN => {
+                type $T = $crate::element::Float4E2M1Fn;
+                $body
+            }
+            __D::F4E2M1FNX2 => {
+                type $T = $crate::element::Float4E2M1FnX2;
+                $body
+            }
+            __D::C32 => {
+                type $T = $crate::element::ComplexHalf;
+                $body
+            }
+        }
+    }};
+}
+
+/// [`with_element!`] for the dtypes dlbridge computes with (every one but
+/// the storage-only ones, which `ops` refuses before any kernel runs).
+#[macro_export]
+macro_rules! with_compute_element {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::DType as __D;
+        match $dtype {
+            __D::Bool => {
+                type $T = bool;
+                $body
+            }
+            __D::U8 => {
+                type $T = u8;
+                $body
+            }
+            __D::I8 => {
+                type $T = i8;
+                $body
+            }
+            __D::I16 => {
+                type $T = i16;
+                $body
+            }
+            __D::I32 => {
+                type $T = i32;
+                $body
+            }
+            __D::I64 => {
+                type $T = i64;
+                $body
+            }
+            __D::U16 => {
+                type $T = u16;
+                $body
+            }
+            __D::U32 => {
+                type $T = u32;
+                $body
+            }
+            __D::U64 => {
+                type $T = u64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            __D::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::C64 => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+            __D::C128 => {
+                type $T = num_complex::Complex64;
+                $body
+            }
+            // Storage-only dtypes never reach a kernel: `ops` refuses them first.
+            _ => unreachable!("no arithmetic on {:?}", $dtype),
         }
     }};
 }

@@ -22,6 +22,7 @@ mod element;
 mod error;
 mod foreign;
 mod layout;
+mod minifloat;
 pub mod ops;
 #[cfg(any(feature = "python", feature = "capi", test))]
 // only the foreign-facing layers read C arrays

@@ -218,8 +218,58 @@ impl Tensor {
 
     /// `self[...] = src[...]` with casting and broadcasting, on one device,
     /// no overlap: the backend dispatch behind copies and casts.
+    ///
+    /// The storage-only dtypes have no kernels: the same dtype is copied bit
+    /// for bit as the unsigned type of its size; a cast to or from one runs
+    /// on the host (through float32, as PyTorch's conversions do).
     fn copy_from_same_device(&self, src: &Tensor) -> Result<()> {
+        let (to, from) = (self.dtype, src.dtype);
+        if to == from && to.is_storage_only() {
+            return backend::of(self.device()).copy(&self.as_bits(), &src.as_bits());
+        }
+        if to != from && (to.is_storage_only() || from.is_storage_only()) {
+            if to == DType::F4E2M1FNX2 || from == DType::F4E2M1FNX2 {
+                bail!(
+                    NotImplemented,
+                    "\"copy_kernel\" not implemented for 'Float4_e2m1fn_x2'"
+                );
+            }
+            if !self.device().is_cpu() {
+                let cast = src.to_device(Device::CPU)?.to_dtype(to)?;
+                return self.copy_from_same_device(&cast.to_device(self.device())?);
+            }
+        }
         backend::of(self.device()).copy(self, src)
+    }
+
+    /// `view(dtype)`: the same memory read as another dtype of the same size
+    /// (`t.view(uint8)` shows a float8 tensor's codes).
+    pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype.size() != self.dtype.size() {
+            bail!(
+                InvalidOperation,
+                "dlbridge views a tensor as another dtype only of the same element size ({} has {} \
+                 bytes, {} has {})",
+                self.dtype,
+                self.dtype.size(),
+                dtype,
+                dtype.size()
+            );
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            dtype,
+        })
+    }
+
+    /// The same memory seen as the unsigned integer type of the same size.
+    fn as_bits(&self) -> Tensor {
+        Tensor {
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            dtype: self.dtype.bits_twin(),
+        }
     }
 
     /// Itself when already contiguous, else a contiguous copy.
@@ -286,6 +336,18 @@ impl Tensor {
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
         self.ensure_writable()?;
+        if self.dtype.is_storage_only() {
+            if self.dtype == DType::F4E2M1FNX2 {
+                bail!(
+                    NotImplemented,
+                    "\"fill_\" not implemented for 'Float4_e2m1fn_x2'"
+                );
+            }
+            // The value's bits, written as the unsigned type of the same size.
+            let code = Tensor::from_scalars(&[], &[value], self.dtype)?;
+            let bits = code.as_bits().item()?;
+            return backend::of(self.device()).fill(&self.as_bits(), bits);
+        }
         backend::of(self.device()).fill(self, value)
     }
 
@@ -303,6 +365,12 @@ impl Tensor {
 
     /// Every element in row-major order.
     pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
+        if self.dtype == DType::F4E2M1FNX2 {
+            bail!(
+                NotImplemented,
+                "a float4_e2m1fn_x2 element holds two values and has no single one (as in PyTorch)"
+            );
+        }
         if !self.device().is_cpu() {
             return self.to_device(Device::CPU)?.to_scalars();
         }
@@ -317,7 +385,7 @@ impl Tensor {
 
     /// Fills a floating tensor with uniform values in [0, 1) (`rand`).
     pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-        if !(dtype.is_floating_point() || dtype.is_complex()) {
+        if !(dtype.is_floating_point() || dtype.is_complex()) || dtype.is_storage_only() {
             bail!(
                 NotImplemented,
                 "\"check_uniform_bounds\" not implemented for '{}'",

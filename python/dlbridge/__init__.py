@@ -13,6 +13,8 @@ from ._core import (
     bool,
     cdouble,
     cfloat,
+    chalf,
+    complex32,
     complex64,
     complex128,
     device,
@@ -25,6 +27,18 @@ from ._core import (
     float16,
     float32,
     float64,
+    float4_e2m1fn,
+    float4_e2m1fn_x2,
+    float6_e2m3fn,
+    float6_e3m2fn,
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     from_dlpack,
     from_numpy,
     full,
@@ -81,8 +95,14 @@ class Size(tuple):
 def _repr(t: Tensor) -> str:
     """``repr(t)`` exactly as PyTorch prints it, with the ``dlbridge.`` prefix."""
     host = t.detach() if t.device.type == "cpu" else t.detach().cpu()
-    if host.dtype == bfloat16:
-        host = host.float()  # NumPy has no bfloat16; torch prints bf16 through float too
+    if host.dtype == float4_e2m1fn_x2:
+        # Two values per element and no single number for either, as in PyTorch: the
+        # elements print as their bytes.
+        host = host.view(uint8)
+    elif host.dtype == complex32:
+        host = host.to(complex64)
+    elif host.dtype == bfloat16 or host.dtype.itemsize == 1 and host.dtype.is_floating_point:
+        host = host.float()  # NumPy has no bfloat16 or float8; torch prints them through float too
     return _format_tensor(host.numpy(), t.dtype.__repr__().split(".")[1], str(t.device), t.requires_grad)
 
 
@@ -99,6 +119,9 @@ __all__ = [
     "float64", "from_dlpack", "from_numpy", "full", "full_like", "half", "int", "int8", "int16",
     "int32", "int64", "long", "manual_seed", "ones", "ones_like", "rand", "rand_like", "short",
     "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like", "return_types",
+    "chalf", "complex32", "float4_e2m1fn", "float4_e2m1fn_x2", "float6_e2m3fn", "float6_e3m2fn",
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
     "abs", "pow", "sum", "mean", "max", "min", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge",
 ]
 

@@ -28,14 +28,23 @@ LINEWIDTH = 80
 # Dtypes torch leaves out of the repr of a non-empty tensor (with the default
 # float32 default dtype).  Empty tensors only omit float32, see format_tensor.
 _DEFAULT_DTYPES = frozenset({"float32", "int64", "bool", "complex64"})
-_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
-_COMPLEX_DTYPES = frozenset({"complex64", "complex128"})
+# The narrow floats print through float32, as bfloat16 does (exact); complex32
+# through complex64; float4_e2m1fn_x2's elements as their bytes.
+_NARROW_DTYPES = frozenset({
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+    "float4_e2m1fn",
+})
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"}) | _NARROW_DTYPES
+_COMPLEX_DTYPES = frozenset({"complex64", "complex128", "complex32"})
 _INT_DTYPES = frozenset(
     {"uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"}
 )
 # NumPy has no bfloat16: the caller passes its values as float32 (exact).
 _NUMPY_DTYPE = {name: name for name in _FLOAT_DTYPES | _COMPLEX_DTYPES | _INT_DTYPES}
-_NUMPY_DTYPE.update({"bool": "bool", "bfloat16": "float32"})
+_NUMPY_DTYPE.update({"bool": "bool", "bfloat16": "float32", "complex32": "complex64",
+                     "float4_e2m1fn_x2": "uint8"})
+_NUMPY_DTYPE.update({name: "float32" for name in _NARROW_DTYPES})
 
 
 class _Formatter:

@@ -3,7 +3,7 @@
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::strided::{view, view_mut};
 use crate::backend::UnaryOp;
-use crate::{DType, Element, Scalar, Tensor, with_element};
+use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 
@@ -55,7 +55,7 @@ fn par_chunks<A: Send, B: Sync, C: Sync>(
 /// `out = a op b`, all three of one dtype; `a` and `b` broadcast to `out`.
 /// `out` is fresh, so it overlaps neither input.
 pub(crate) fn binary_into(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
-    with_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op))
+    with_compute_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op))
 }
 
 fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
@@ -126,7 +126,7 @@ fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
 /// `dst = dst op src` in place; `src` has dst's dtype, broadcasts to dst and
 /// does not overlap it. Returns false when dst's layout needs staging.
 pub(crate) fn binary_inplace(dst: &Tensor, src: &Tensor, op: BinaryOp) -> bool {
-    with_element!(dst.dtype(), T => {
+    with_compute_element!(dst.dtype(), T => {
         // SAFETY: dst is not aliased by src (checked by the caller).
         let Some(mut d) = (unsafe { view_mut::<T>(dst) }) else { return false };
         // SAFETY: src is materialized and of dtype T.
@@ -145,7 +145,7 @@ pub(crate) fn binary_inplace(dst: &Tensor, src: &Tensor, op: BinaryOp) -> bool {
 /// `out = a op b` for a comparison: `a` and `b` of one dtype, materialized,
 /// broadcast to the fresh bool tensor `out`.
 pub(crate) fn compare_into(out: &Tensor, a: &Tensor, b: &Tensor, op: CompareOp) {
-    with_element!(a.dtype(), T => {
+    with_compute_element!(a.dtype(), T => {
         // SAFETY: as in binary_into; out is a fresh bool tensor.
         let (mut o, va, vb) = unsafe {
             (view_mut::<bool>(out).unwrap(), view::<T>(a).unwrap(), view::<T>(b).unwrap())
@@ -179,7 +179,7 @@ pub(crate) fn unary_into(out: &Tensor, a: &Tensor, op: UnaryOp) {
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         _ => {}
     }
-    with_element!(out.dtype(), T => {
+    with_compute_element!(out.dtype(), T => {
         // SAFETY: as in binary_into.
         let (mut o, va) = unsafe { (view_mut::<T>(out).unwrap(), view::<T>(a).unwrap()) };
         match op {
@@ -192,7 +192,7 @@ pub(crate) fn unary_into(out: &Tensor, a: &Tensor, op: UnaryOp) {
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns
 /// false when dst's layout needs staging.
 pub(crate) fn fill(dst: &Tensor, value: Scalar) -> bool {
-    with_element!(dst.dtype(), T => {
+    with_compute_element!(dst.dtype(), T => {
         // SAFETY: the caller holds dst exclusively for the call.
         let Some(mut d) = (unsafe { view_mut::<T>(dst) }) else { return false };
         d.fill(T::from_scalar(value));

@@ -2,7 +2,7 @@
 //! the clock and reseedable with `manual_seed` for reproducible runs.
 
 use super::strided::view_mut;
-use crate::{Element as _, Scalar, Tensor, with_element};
+use crate::{Element as _, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use std::sync::Mutex;
 
@@ -17,7 +17,7 @@ pub fn manual_seed(seed: u64) {
 pub(crate) fn fill_uniform(t: &Tensor) {
     let mut guard = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let rng = guard.get_or_insert_with(fastrand::Rng::new);
-    with_element!(t.dtype(), T => {
+    with_compute_element!(t.dtype(), T => {
         // SAFETY: t is fresh and contiguous, so the view exists and is exclusive.
         let mut v = unsafe { view_mut::<T>(t) }.unwrap();
         let complex = t.dtype().is_complex();

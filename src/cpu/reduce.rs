@@ -6,7 +6,7 @@
 use super::arith::Arith;
 use super::strided::view;
 use crate::backend::ReduceOp;
-use crate::{DType, Element, Result, Scalar, Tensor, with_element};
+use crate::{DType, Element, Result, Scalar, Tensor, with_compute_element, with_element};
 use num_complex::Complex64;
 
 /// Reduces `src` over `dims` into `out` (and `indices`), as `Backend::reduce`
@@ -23,7 +23,7 @@ pub(crate) fn reduce_into(
     let order: Vec<i64> = kept.chain(dims.iter().copied()).map(|d| d as i64).collect();
     let rows = src.permute(&order)?.contiguous()?;
     let run: usize = dims.iter().map(|&d| src.shape()[d]).product();
-    with_element!(src.dtype(), T => reduce_typed::<T>(&rows, run, op, out, indices));
+    with_compute_element!(src.dtype(), T => reduce_typed::<T>(&rows, run, op, out, indices));
     Ok(())
 }
 

@@ -177,6 +177,10 @@ pub fn export_versioned(
     let mut flags = DlpackFlags::empty();
     flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
     flags.set(DlpackFlags::IS_COPIED, options.is_copied);
+    flags.set(
+        DlpackFlags::IS_SUBBYTE_TYPE_PADDED,
+        t.dtype().is_padded_subbyte(),
+    );
     let header = DLManagedTensorVersioned {
         version: options.version.unwrap_or(VERSION),
         manager_ctx: std::ptr::null_mut(),
@@ -196,6 +200,15 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
             InvalidTensor,
             "cannot export a read-only tensor as a legacy DLPack capsule, which cannot say it is \
              read-only; ask for a versioned one (max_version=(1, 0) or newer) or clone() it"
+        ));
+    }
+    if t.dtype().is_padded_subbyte() {
+        return Err(crate::err!(
+            UnsupportedDtype,
+            "cannot export {} (one value per byte) as a legacy DLPack capsule, which cannot say it \
+             is padded and would be read as packed; ask for a versioned one (max_version=(1, 0) or \
+             newer)",
+            t.dtype().name()
         ));
     }
     let (dl_tensor, dims) = describe(t)?;

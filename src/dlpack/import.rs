@@ -42,7 +42,7 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     // SAFETY: the descriptor is the producer's, readable until its deleter
     // runs, which `managed` holds back until it drops.
     let view = unsafe { TensorRef::from_raw(managed.tensor()) }.map_err(invalid)?;
-    let dtype = DType::from_dlpack(view.dtype())?;
+    let mut dtype = DType::from_dlpack(view.dtype())?;
     let device = Device::from_dlpack(view.device())?;
     let itemsize = dtype.size() as i64;
     if view.byte_offset() % itemsize as u64 != 0 {
@@ -52,8 +52,16 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
             view.byte_offset()
         ));
     }
-    let shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
-    let strides = view.strides_or_compact().map_err(invalid)?;
+    let mut shape: Vec<usize> = view.shape().iter().map(|&n| n as usize).collect();
+    let mut strides = view.strides_or_compact().map_err(invalid)?;
+    if dtype.is_padded_subbyte()
+        && !managed
+            .flags()
+            .contains(DlpackFlags::IS_SUBBYTE_TYPE_PADDED)
+    {
+        let pairs = packed_float4_as_pairs(dtype, shape, strides.into_owned())?;
+        (dtype, shape, strides) = (pairs.0, pairs.1, pairs.2.into());
+    }
     let invalid_extent = || {
         err!(
             InvalidTensor,
@@ -82,4 +90,40 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     // managed tensor lives, and the owner keeps it alive (its deleter runs
     // when the owner drops, or right here on any error above).
     Ok(unsafe { checked.wrap(Owner::DlPack(managed.into_deleter())) })
+}
+
+/// A packed sub-byte tensor (the DLPack default for float6 and float4 without
+/// `IS_SUBBYTE_TYPE_PADDED`; JAX's float4) read as dlbridge can hold it:
+/// packed float4 as PyTorch's pairs, one byte each, which needs the values
+/// of each pair side by side (an even, unit-stride last dimension). Packed
+/// float6 straddles bytes and is refused.
+fn packed_float4_as_pairs(
+    dtype: DType,
+    mut shape: Vec<usize>,
+    mut strides: Vec<i64>,
+) -> Result<(DType, Vec<usize>, Vec<i64>)> {
+    if dtype != DType::F4E2M1FN {
+        return Err(err!(
+            UnsupportedDtype,
+            "packed {} is not supported: dlbridge reads {} padded, one value per byte (a producer \
+             says so with the IS_SUBBYTE_TYPE_PADDED flag)",
+            dtype.name(),
+            dtype.name()
+        ));
+    }
+    let pairs = match (shape.last(), strides.last()) {
+        (Some(&n), Some(&1)) if n % 2 == 0 => strides[..shape.len() - 1].iter().all(|s| s % 2 == 0),
+        _ => false,
+    };
+    if !pairs {
+        return Err(err!(
+            InvalidTensor,
+            "invalid DLPack tensor: packed float4_e2m1fn needs an even, unit-stride last dimension \
+             to be read as float4_e2m1fn_x2 pairs (shape {shape:?}, strides {strides:?})"
+        ));
+    }
+    *shape.last_mut().expect("checked above") /= 2;
+    let last = strides.len() - 1;
+    strides[..last].iter_mut().for_each(|s| *s /= 2);
+    Ok((DType::F4E2M1FNX2, shape, strides))
 }

@@ -1,7 +1,7 @@
 //! Elementwise arithmetic and comparisons with PyTorch's promotion,
 //! broadcasting and in-place rules.
 
-use super::{Operand, device_of, lift_cpu_scalar, result_type};
+use super::{Operand, check_computable, device_of, lift_cpu_scalar, result_type};
 use crate::backend::{self, BinaryOp, CompareOp, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
 use crate::{Category, DType, Result, Scalar, Tensor, bail};
@@ -83,6 +83,7 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[a, b])?;
     let dtype = compute_dtype(op, result_type(&[a, b])?);
+    check_computable(op.name(), dtype, device)?;
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
     let number = |s, left| number(s, dtype, op, left);
@@ -142,6 +143,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let b = lifted.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[Operand::Tensor(dst), b])?;
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
+    check_computable(op.name(), dtype, device)?;
     if !DType::can_cast(dtype, dst.dtype()) {
         bail!(
             InvalidOperation,
@@ -194,6 +196,7 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
              a mask, use the `~` or `logical_not()` operator instead."
         );
     }
+    check_computable("neg", a.dtype(), a.device())?;
     let out = Tensor::empty(a.shape(), a.dtype(), a.device())?;
     backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
     Ok(out)
@@ -208,6 +211,7 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
             if a.device().is_cpu() { "cpu" } else { "cuda" }
         );
     }
+    check_computable("abs", a.dtype(), a.device())?;
     let out = Tensor::empty(a.shape(), a.dtype().to_real(), a.device())?;
     backend::of(a.device()).unary(&out, a, UnaryOp::Abs)?;
     Ok(out)
@@ -221,6 +225,7 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
     let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[a, b])?;
     let dtype = result_type(&[a, b])?;
+    check_computable(op.name(), dtype, device)?;
     if op.orders() && dtype.is_complex() {
         bail!(
             NotImplemented,

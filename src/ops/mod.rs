@@ -56,6 +56,21 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Result<Option<DType>>
 
 /// `torch.result_type` over any operands: tensors with dimensions first,
 /// then zero-dim tensors, then Python numbers.
+/// PyTorch's refusal of an op on a dtype it has no kernel for, which is what
+/// dlbridge answers for arithmetic on the storage-only dtypes (float8,
+/// float6, float4, complex32): `"add_cpu" not implemented for 'Float8_e4m3fn'`.
+pub(crate) fn check_computable(kernel: &str, dtype: DType, device: Device) -> Result<()> {
+    if dtype.is_storage_only() {
+        bail!(
+            NotImplemented,
+            "\"{kernel}_{}\" not implemented for '{}'",
+            if device.is_cpu() { "cpu" } else { "cuda" },
+            dtype.scalar_type_name()
+        );
+    }
+    Ok(())
+}
+
 pub fn result_type(operands: &[Operand]) -> Result<DType> {
     let (mut dims, mut zero, mut wrapped) = (None, None, None);
     for op in operands {

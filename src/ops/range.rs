@@ -1,5 +1,6 @@
 //! Tensors made from a range: `arange` and `eye`.
 
+use super::check_computable;
 use crate::{DType, Device, Result, Scalar, Tensor, bail};
 
 /// `arange(start, end, step)`: integers when every bound is an integer.
@@ -18,6 +19,7 @@ pub fn arange(
     } else {
         DType::DEFAULT_FLOAT
     });
+    check_computable("arange", dtype, device)?;
     let (s, e, st) = (start.as_f64(), end.as_f64(), step.as_f64());
     if st == 0.0 {
         bail!(InvalidOperation, "step must be nonzero");

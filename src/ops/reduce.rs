@@ -1,6 +1,7 @@
 //! Reductions with PyTorch's rules: which dimensions, `keepdim`, the
 //! output dtype, and the errors for empty or complex input.
 
+use super::check_computable;
 use crate::backend::{self, ReduceOp};
 use crate::views::wrap_dim;
 use crate::{Category, DType, Result, Tensor, bail};
@@ -54,6 +55,11 @@ fn run(
     out_dtype: DType,
     with_indices: bool,
 ) -> Result<(Tensor, Option<Tensor>)> {
+    let kernel = match op {
+        ReduceOp::Sum | ReduceOp::Mean => "sum",
+        ReduceOp::Max | ReduceOp::Min => "max",
+    };
+    check_computable(kernel, a.dtype(), a.device())?;
     let mut shape = a.shape().to_vec();
     dims.iter().for_each(|&d| shape[d] = 1);
     let out = Tensor::empty(&shape, out_dtype, a.device())?;

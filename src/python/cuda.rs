@@ -170,7 +170,8 @@ fn typestr(dtype: DType) -> Option<&'static str> {
         DType::F64 => "<f8",
         DType::C64 => "<c8",
         DType::C128 => "<c16",
-        DType::BF16 => return None,
+        // NumPy has no type string for bfloat16 and the storage-only dtypes.
+        _ => return None,
     })
 }
 

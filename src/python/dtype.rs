@@ -97,6 +97,7 @@ pub(crate) fn add_dtypes(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("short", "int16"),
         ("cfloat", "complex64"),
         ("cdouble", "complex128"),
+        ("chalf", "complex32"),
     ] {
         m.add(alias, dtype_object(py, DType::from_name(name).unwrap()))?;
     }

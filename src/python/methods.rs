@@ -264,7 +264,13 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (*shape))]
+    /// `view(*shape)`, or `view(dtype)` for a dtype of the same size.
     fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        if shape.len() == 1
+            && let Ok(dt) = shape.get_item(0)?.cast::<PyDType>()
+        {
+            return Ok(self.derived(self.inner.view_dtype(dt.get().0).py()?));
+        }
         Ok(self.derived(self.inner.view(&size_values(shape)?).py()?))
     }
 

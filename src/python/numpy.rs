@@ -30,8 +30,9 @@ pub(crate) fn is_ndarray(ob: &Bound<'_, PyAny>) -> bool {
     unsafe { numpy::npyffi::PyArray_Check(ob.py(), ob.as_ptr()) != 0 }
 }
 
-const SUPPORTED: &str = "The only supported types are: float64, float32, float16, bfloat16 (ml_dtypes), \
-     complex64, complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.";
+const SUPPORTED: &str = "The only supported types are: float64, float32, float16, bfloat16 and the \
+     float8, float6 and float4 types of ml_dtypes, complex64, complex128, int64, int32, int16, int8, \
+     uint64, uint32, uint16, uint8, and bool.";
 
 /// Maps a NumPy dtype onto a dlbridge one, refusing what cannot be shared.
 pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
@@ -51,9 +52,10 @@ pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
         (b'f', 8) => Some(DType::F64),
         (b'c', 8) => Some(DType::C64),
         (b'c', 16) => Some(DType::C128),
-        // ml_dtypes' bfloat16 registers as a void-kind type named "bfloat16".
-        (b'V', 2) if !descr.has_fields() && descr.typeobj().name()?.to_cow()? == "bfloat16" => {
-            Some(DType::BF16)
+        // ml_dtypes' types (bfloat16, float8_e4m3fn, ...) register as void-
+        // or float-kind types named as dlbridge's dtypes.
+        (b'V', 1 | 2) | (b'f', 1) if !descr.has_fields() => {
+            DType::from_name(&descr.typeobj().name()?.to_cow()?).filter(|d| d.size() == size)
         }
         _ => None,
     };
@@ -149,7 +151,37 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     Ok(PyTensor::new(tensor_from_ndarray(ob)?))
 }
 
-static BFLOAT16: PyOnceLock<Option<Py<PyArrayDescr>>> = PyOnceLock::new();
+/// ml_dtypes' NumPy dtypes, looked up once each (None: ml_dtypes lacks it).
+static ML_DTYPES: PyOnceLock<Vec<Option<Py<PyArrayDescr>>>> = PyOnceLock::new();
+
+fn ml_dtypes_descr(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
+    let table = ML_DTYPES.get_or_init(py, || {
+        let lookup = |d: DType| -> Option<Py<PyArrayDescr>> {
+            let ml = py.import("ml_dtypes").ok()?;
+            let np = py.import("numpy").ok()?;
+            let t = np
+                .getattr("dtype")
+                .ok()?
+                .call1((ml.getattr(d.name()).ok()?,))
+                .ok()?;
+            t.cast_into::<PyArrayDescr>().ok().map(Bound::unbind)
+        };
+        DType::ALL.iter().map(|&d| lookup(d)).collect()
+    });
+    let found = DType::ALL
+        .iter()
+        .position(|&d| d == dt)
+        .and_then(|i| table[i].as_ref());
+    match found {
+        Some(d) => Ok(d.bind(py).clone()),
+        None => Err(PyTypeError::new_err(format!(
+            "Got unsupported ScalarType {} (NumPy has no {}; install ml_dtypes to get such arrays, \
+             or convert with .float() first)",
+            dt.scalar_type_name(),
+            dt.name()
+        ))),
+    }
+}
 
 /// The NumPy dtype for `dt` (a new reference, as PyArray_NewFromDescr wants).
 fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
@@ -168,25 +200,14 @@ fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
         DType::F64 => NPY_TYPES::NPY_DOUBLE,
         DType::C64 => NPY_TYPES::NPY_CFLOAT,
         DType::C128 => NPY_TYPES::NPY_CDOUBLE,
-        DType::BF16 => {
-            let cached = BFLOAT16.get_or_init(py, || {
-                let ml = py.import("ml_dtypes").ok()?;
-                let np = py.import("numpy").ok()?;
-                let d = np
-                    .getattr("dtype")
-                    .ok()?
-                    .call1((ml.getattr("bfloat16").ok()?,))
-                    .ok()?;
-                d.cast_into::<PyArrayDescr>().ok().map(Bound::unbind)
-            });
-            return match cached {
-                Some(d) => Ok(d.bind(py).clone()),
-                None => Err(PyTypeError::new_err(
-                    "Got unsupported ScalarType BFloat16 (NumPy has no bfloat16; install ml_dtypes to \
-                     get bfloat16 arrays, or convert with .float() first)",
-                )),
-            };
+        DType::C32 | DType::F4E2M1FNX2 => {
+            return Err(PyTypeError::new_err(format!(
+                "Got unsupported ScalarType {}",
+                dt.scalar_type_name()
+            )));
         }
+        // bfloat16 and the narrow floats: ml_dtypes' types of the same names.
+        _ => return ml_dtypes_descr(py, dt),
     };
     // SAFETY: a builtin type number always yields a descriptor.
     let ptr = unsafe { PY_ARRAY_API.PyArray_DescrFromType(py, num as i32) };

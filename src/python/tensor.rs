@@ -9,7 +9,7 @@
 //! arith, index, cuda -> methods -> mod.rs)
 
 use super::errors::IntoPyResult;
-use crate::{DType, Tensor};
+use crate::Tensor;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::sync::OnceLock;
@@ -99,23 +99,7 @@ pub(crate) fn maybe_detach<T: Send>(
 
 /// `t.type()` with no argument: PyTorch's legacy type names.
 pub(crate) fn legacy_type_name(t: &Tensor) -> String {
-    let base = match t.dtype() {
-        DType::F32 => "FloatTensor",
-        DType::F64 => "DoubleTensor",
-        DType::F16 => "HalfTensor",
-        DType::BF16 => "BFloat16Tensor",
-        DType::U8 => "ByteTensor",
-        DType::I8 => "CharTensor",
-        DType::I16 => "ShortTensor",
-        DType::I32 => "IntTensor",
-        DType::I64 => "LongTensor",
-        DType::Bool => "BoolTensor",
-        DType::U16 => "UInt16Tensor",
-        DType::U32 => "UInt32Tensor",
-        DType::U64 => "UInt64Tensor",
-        DType::C64 => "ComplexFloatTensor",
-        DType::C128 => "ComplexDoubleTensor",
-    };
+    let base = format!("{}Tensor", t.dtype().scalar_type_name());
     if t.device().is_cpu() {
         format!("dlbridge.{base}")
     } else {
