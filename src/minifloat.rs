@@ -211,8 +211,9 @@ pub mod e8m0 {
         let bits = x.abs().to_bits();
         let (e, m) = (bits >> 23, bits & 0x7f_ffff);
         if e == 0 {
-            // float32 subnormals: 2^-127 (code 0) unless nearer 2^-126.
-            return u8::from(m >= 0x60_0000);
+            // float32 subnormals: 2^-127 (code 0), or 2^-126 for any value
+            // above 2^-127 (PyTorch's rule, checked on every bfloat16 value).
+            return u8::from(m > 0x40_0000);
         }
         (e + u32::from(m >= 0x40_0000)).min(0xff) as u8
     }
