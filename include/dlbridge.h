@@ -155,7 +155,8 @@ const char *dlb_version(void);
 // data with elements, unaligned byte_offset, overflowing extent),
 // `DLB_ERR_UNSUPPORTED_DTYPE`, `DLB_ERR_UNSUPPORTED_DEVICE`.
 // Thread-safe.
-enum dlb_status dlb_import_versioned(DLManagedTensorVersioned *managed, struct dlb_tensor **out);
+enum dlb_status dlb_import_versioned(struct DLManagedTensorVersioned *managed,
+                                     struct dlb_tensor **out);
 
 // `dlb_import_versioned` for a legacy (pre-1.0) `DLManagedTensor`, which
 // has no flags: the result is writable. Same ownership rules and errors.
@@ -167,7 +168,7 @@ enum dlb_status dlb_import_legacy(DLManagedTensor *managed, struct dlb_tensor **
 // Ownership: the caller owns `*out` and must call its deleter exactly once.
 // The memory stays valid until then, even after `dlb_free(tensor)`.
 // READ_ONLY is set for read-only tensors. Thread-safe.
-enum dlb_status dlb_export(const struct dlb_tensor *tensor, DLManagedTensorVersioned **out);
+enum dlb_status dlb_export(const struct dlb_tensor *tensor, struct DLManagedTensorVersioned **out);
 
 // Exports `tensor` as a new legacy (unversioned, pre-1.0) `DLManagedTensor`
 // sharing its memory, for consumers that only know that struct. Prefer
