@@ -45,7 +45,9 @@ typedef enum dlb_status {
   DLB_ERR_UNSUPPORTED_DEVICE = 5,
   // A malformed tensor: NULL shape, NULL data with elements, a byte
   // offset that is not a multiple of the item size, sizes or strides whose
-  // extent overflows, strides that are not whole elements.
+  // extent overflows. Also an export DLPack cannot express: strides that
+  // are not whole elements, a read-only tensor as a legacy
+  // `DLManagedTensor` (Python raises `BufferError` for both).
   DLB_ERR_INVALID_TENSOR = 6,
   // Shapes that do not broadcast, a dtype an operation refuses, writing a
   // read-only tensor, and other refused operations.
@@ -153,7 +155,8 @@ const char *dlb_version(void);
 // data with elements, unaligned byte_offset, overflowing extent),
 // `DLB_ERR_UNSUPPORTED_DTYPE`, `DLB_ERR_UNSUPPORTED_DEVICE`.
 // Thread-safe.
-enum dlb_status dlb_import_versioned(DLManagedTensorVersioned *managed, struct dlb_tensor **out);
+enum dlb_status dlb_import_versioned(struct DLManagedTensorVersioned *managed,
+                                     struct dlb_tensor **out);
 
 // `dlb_import_versioned` for a legacy (pre-1.0) `DLManagedTensor`, which
 // has no flags: the result is writable. Same ownership rules and errors.
@@ -165,7 +168,22 @@ enum dlb_status dlb_import_legacy(DLManagedTensor *managed, struct dlb_tensor **
 // Ownership: the caller owns `*out` and must call its deleter exactly once.
 // The memory stays valid until then, even after `dlb_free(tensor)`.
 // READ_ONLY is set for read-only tensors. Thread-safe.
-enum dlb_status dlb_export(const struct dlb_tensor *tensor, DLManagedTensorVersioned **out);
+enum dlb_status dlb_export(const struct dlb_tensor *tensor, struct DLManagedTensorVersioned **out);
+
+// Exports `tensor` as a new legacy (unversioned, pre-1.0) `DLManagedTensor`
+// sharing its memory, for consumers that only know that struct. Prefer
+// `dlb_export`.
+//
+// Ownership: as `dlb_export`: the caller owns `*out` and must call its
+// deleter exactly once; the memory stays valid until then.
+//
+// The legacy struct has no flags, so it cannot say "read-only": a read-only
+// tensor is refused with `DLB_ERR_INVALID_TENSOR` (as NumPy refuses a
+// legacy export of a read-only array), never handed out as writable. Export
+// it with `dlb_export` (READ_ONLY set), or export a `dlb_clone` of it.
+// Errors: `DLB_ERR_NULL_POINTER`, `DLB_ERR_INVALID_TENSOR` (read-only, or
+// strides that are not whole elements). Thread-safe.
+enum dlb_status dlb_export_legacy(const struct dlb_tensor *tensor, DLManagedTensor **out);
 
 // Releases a handle (NULL is ignored). Memory shared with exports, views
 // or other handles lives on until their owners release it too.

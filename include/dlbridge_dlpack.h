@@ -2,13 +2,38 @@
  * The DLPack 1.x ABI types dlbridge.h uses, declared from the DLPack
  * specification (https://dmlc.github.io/dlpack/latest/c_api.html).
  *
- * If the official <dlpack/dlpack.h> is included first, its declarations are
- * used and this file declares nothing (the two describe the same ABI).
+ * If an official dlpack.h (any 1.x: 1.0 to 1.3) is included first, its
+ * declarations are used and this file only fills what older 1.x headers
+ * lack (the two describe the same ABI). Include the official header before
+ * dlbridge.h, never after it: both declare the same types, so the second
+ * declarations are redefinition errors. See docs/c-abi.md.
  */
 #ifndef DLBRIDGE_DLPACK_H
 #define DLBRIDGE_DLPACK_H
 
-#if !defined(DLPACK_DLPACK_H_) && !defined(DLPACK_MAJOR_VERSION)
+#if defined(DLPACK_DLPACK_H_) || defined(DLPACK_MAJOR_VERSION)
+
+/* An official dlpack.h came first. */
+#if !defined(DLPACK_MAJOR_VERSION)
+#error "dlbridge.h needs DLPack 1.x: the dlpack.h included before it is older than 1.0 (no DLPACK_MAJOR_VERSION)"
+#elif DLPACK_MAJOR_VERSION != 1
+#error "dlbridge.h speaks DLPack 1.x: the dlpack.h included before it has another major version"
+#endif
+
+/* DLPack 1.0 and 1.1 declare `struct DLManagedTensorVersioned` without a
+ * typedef (later headers have one, for the C exchange API types that use
+ * it). dlbridge.h always writes the struct tag; C programs get the typedef
+ * here too (in C++ the struct's name is already a type name). */
+#if DLPACK_MINOR_VERSION < 2 && !defined(__cplusplus)
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
+#endif
+
+/* DLPack 1.1 added this flag (the value is the specification's). */
+#ifndef DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+#endif
+
+#else /* no official dlpack.h: declare the DLPack 1.3 types dlbridge.h uses */
 
 #include <stdint.h>
 
@@ -97,5 +122,5 @@ typedef struct DLManagedTensorVersioned {
 }
 #endif
 
-#endif /* !DLPACK_DLPACK_H_ */
+#endif /* an official dlpack.h came first */
 #endif /* DLBRIDGE_DLPACK_H */

@@ -23,7 +23,9 @@ pub enum dlb_status {
     DLB_ERR_UNSUPPORTED_DEVICE = 5,
     /// A malformed tensor: NULL shape, NULL data with elements, a byte
     /// offset that is not a multiple of the item size, sizes or strides whose
-    /// extent overflows, strides that are not whole elements.
+    /// extent overflows. Also an export DLPack cannot express: strides that
+    /// are not whole elements, a read-only tensor as a legacy
+    /// `DLManagedTensor` (Python raises `BufferError` for both).
     DLB_ERR_INVALID_TENSOR = 6,
     /// Shapes that do not broadcast, a dtype an operation refuses, writing a
     /// read-only tensor, and other refused operations.

@@ -1,7 +1,9 @@
 //! Tensor handles: import, export, creation, description, transfer, release.
 
 use super::error::{core, dlb_status, fail, guard};
-use crate::dlpack::{ExportOptions, borrowed_view, export_versioned, import::import_with};
+use crate::dlpack::{
+    ExportOptions, borrowed_view, export_legacy, export_versioned, import::import_with,
+};
 use crate::foreign::{ForeignTensor, byte_strides};
 use crate::layout::checked_numel;
 use crate::storage::Owner;
@@ -146,6 +148,34 @@ pub unsafe extern "C" fn dlb_export(
         let t = handle(tensor, "tensor")?;
         need_out(out)?;
         let m = export_versioned(t, ExportOptions::default()).map_err(core)?;
+        // SAFETY: out checked non-NULL.
+        unsafe { *out = m };
+        Ok(())
+    })
+}
+
+/// Exports `tensor` as a new legacy (unversioned, pre-1.0) `DLManagedTensor`
+/// sharing its memory, for consumers that only know that struct. Prefer
+/// `dlb_export`.
+///
+/// Ownership: as `dlb_export`: the caller owns `*out` and must call its
+/// deleter exactly once; the memory stays valid until then.
+///
+/// The legacy struct has no flags, so it cannot say "read-only": a read-only
+/// tensor is refused with `DLB_ERR_INVALID_TENSOR` (as NumPy refuses a
+/// legacy export of a read-only array), never handed out as writable. Export
+/// it with `dlb_export` (READ_ONLY set), or export a `dlb_clone` of it.
+/// Errors: `DLB_ERR_NULL_POINTER`, `DLB_ERR_INVALID_TENSOR` (read-only, or
+/// strides that are not whole elements). Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_export_legacy(
+    tensor: *const dlb_tensor,
+    out: *mut *mut DLManagedTensor,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let m = export_legacy(t).map_err(core)?;
         // SAFETY: out checked non-NULL.
         unsafe { *out = m };
         Ok(())

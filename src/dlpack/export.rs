@@ -198,8 +198,9 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
     if t.is_read_only() {
         return Err(crate::err!(
             InvalidTensor,
-            "cannot export a read-only tensor as a legacy DLPack capsule, which cannot say it is \
-             read-only; ask for a versioned one (max_version=(1, 0) or newer) or clone() it"
+            "cannot export a read-only tensor as a legacy (unversioned) DLManagedTensor, which \
+             cannot say it is read-only: export a versioned one (__dlpack__(max_version=(1, 0)) \
+             in Python, dlb_export in C) or a copy (clone(), dlb_clone)"
         ));
     }
     if t.dtype().is_padded_subbyte() {

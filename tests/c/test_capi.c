@@ -1058,6 +1058,110 @@ static void test_export(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* dlb_export_legacy                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void test_export_legacy(void) {
+  begin("export_legacy");
+  int64_t shape[2] = {2, 3};
+  dlb_tensor *t = NULL;
+  CHECK_OK(dlb_zeros(2, shape, I64, CPU, &t));
+  int64_t *src = (int64_t *)data_of(t);
+  for (int i = 0; i < 6; i++) src[i] = 10 * i;
+
+  DLManagedTensor *e = NULL, *e2 = NULL;
+  CHECK_OK(dlb_export_legacy(t, &e));
+  CHECK(e != NULL && e->deleter != NULL);
+  CHECK(e->dl_tensor.data == (void *)src && e->dl_tensor.byte_offset == 0);
+  CHECK(e->dl_tensor.device.device_type == kDLCPU && e->dl_tensor.device.device_id == 0);
+  CHECK(e->dl_tensor.ndim == 2 && same_dtype(e->dl_tensor.dtype, I64));
+  CHECK(e->dl_tensor.shape != NULL && e->dl_tensor.strides != NULL);
+  CHECK(e->dl_tensor.shape[0] == 2 && e->dl_tensor.shape[1] == 3);
+  CHECK(e->dl_tensor.strides[0] == 3 && e->dl_tensor.strides[1] == 1);
+  /* A second export is independent, and the memory outlives the handle. */
+  CHECK_OK(dlb_export_legacy(t, &e2));
+  CHECK(e2 != e && e2->dl_tensor.data == e->dl_tensor.data);
+  dlb_free(t);
+  e2->deleter(e2);
+  for (int i = 0; i < 6; i++) CHECK(((const int64_t *)e->dl_tensor.data)[i] == 10 * i);
+  CHECK(e->dl_tensor.shape[1] == 3);
+  e->deleter(e); /* exactly once, by us */
+
+  /* A legacy export is importable again (the same memory, writable). */
+  CHECK_OK(dlb_zeros(2, shape, F32, CPU, &t));
+  CHECK_OK(dlb_fill_f64_(t, 1.5));
+  CHECK_OK(dlb_export_legacy(t, &e));
+  dlb_tensor *back = NULL;
+  CHECK_OK(dlb_import_legacy(e, &back)); /* back owns e now */
+  CHECK(data_of(back) == data_of(t) && !dlb_is_read_only(back));
+  dlb_free(t);
+  CHECK_OK(dlb_fill_f64_(back, 2.0));
+  CHECK(sum_is(back, 12.0));
+  dlb_free(back); /* runs e's deleter */
+
+  /* 0-d: no shape or strides to point to. */
+  CHECK_OK(dlb_zeros(0, NULL, F64, CPU, &t));
+  CHECK_OK(dlb_fill_f64_(t, 2.5));
+  CHECK_OK(dlb_export_legacy(t, &e));
+  CHECK(e->dl_tensor.ndim == 0 && *(double *)e->dl_tensor.data == 2.5);
+  dlb_free(t);
+  e->deleter(e);
+
+  /* An export of a host buffer keeps the buffer until its deleter runs. */
+  host_buffer h = new_floats(4, 1.0f);
+  int64_t n4[1] = {4};
+  CHECK_OK(dlb_from_host_buffer(h.data, 1, n4, NULL, F32, host_free, &h, &t));
+  CHECK_OK(dlb_export_legacy(t, &e));
+  dlb_free(t);
+  CHECK(h.calls == 0);
+  CHECK(((float *)e->dl_tensor.data)[3] == 4.0f);
+  e->deleter(e);
+  CHECK(h.calls == 1 && h.data == NULL);
+
+  /* A read-only tensor is refused (the legacy struct cannot say read-only),
+   * as NumPy refuses it; dlb_export and a clone are the ways out. */
+  int64_t data[4] = {1, 2, 3, 4};
+  int64_t s4[1] = {4}, st[1] = {1};
+  producer p;
+  make_tensor(&p, data, I64, 1, s4, st)->flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  CHECK_OK(dlb_import_versioned(&p.v, &t));
+  e = (DLManagedTensor *)(uintptr_t)0x5e57;
+  CHECK_ERR(dlb_export_legacy(t, &e), DLB_ERR_INVALID_TENSOR);
+  CHECK_MSG("read-only");
+  CHECK_MSG("dlb_export");
+  CHECK(e == (DLManagedTensor *)(uintptr_t)0x5e57); /* out left alone */
+  DLManagedTensorVersioned *v = NULL;
+  CHECK_OK(dlb_export(t, &v));
+  CHECK((v->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0);
+  v->deleter(v);
+  dlb_tensor *c = NULL;
+  CHECK_OK(dlb_clone(t, &c));
+  CHECK_OK(dlb_export_legacy(c, &e));
+  CHECK(e->dl_tensor.data != (void *)data && ((int64_t *)e->dl_tensor.data)[3] == 4);
+  e->deleter(e);
+  dlb_free(c);
+  dlb_free(t);
+  CHECK(p.calls == 1 && g_deleter_calls == 1);
+  CHECK(data[0] == 1 && data[3] == 4);
+
+  /* A CUDA tensor exports with its device. */
+  CHECK_OK(dlb_zeros(1, n4, F32, CPU, &t));
+  dlb_tensor *g = SENTINEL;
+  if (CHECK_CUDA(dlb_to_device(t, CUDA0, &g))) {
+    CHECK_OK(dlb_export_legacy(g, &e));
+    CHECK(e->dl_tensor.device.device_type == kDLCUDA && e->dl_tensor.data == data_of(g));
+    dlb_free(g);
+    e->deleter(e);
+  } else {
+    CHECK(g == SENTINEL);
+  }
+  dlb_free(t);
+
+  CHECK_ERR(dlb_export_legacy(NULL, &e), DLB_ERR_NULL_POINTER);
+  CHECK_MSG("tensor is NULL");
+}
+
+/* ------------------------------------------------------------------------ */
 /* dlb_empty, dlb_zeros                                                     */
 /* ------------------------------------------------------------------------ */
 
@@ -1924,6 +2028,10 @@ static void test_null_pointers(void) {
   CHECK_MSG("tensor is NULL");
   CHECK_ERR(dlb_export(t, NULL), DLB_ERR_NULL_POINTER);
   CHECK(e == NULL);
+  DLManagedTensor *el = NULL;
+  CHECK_ERR(dlb_export_legacy(NULL, &el), DLB_ERR_NULL_POINTER);
+  CHECK_ERR(dlb_export_legacy(t, NULL), DLB_ERR_NULL_POINTER);
+  CHECK(el == NULL);
   dlb_free(NULL);
   CHECK_ERR(dlb_empty(1, NULL, F32, CPU, &out), DLB_ERR_NULL_POINTER);
   CHECK_ERR(dlb_empty(1, s2, F32, CPU, NULL), DLB_ERR_NULL_POINTER);
@@ -2029,6 +2137,7 @@ int main(void) {
   test_import_read_only();
   test_import_errors();
   test_export();
+  test_export_legacy();
   test_null_data_and_extreme_extents();
   test_empty_and_zeros();
   test_from_host_buffer();
