@@ -1587,13 +1587,60 @@ static void test_cast(void) {
   CHECK(values_are(t, values, 4)); /* the source is unchanged */
 
   c = SENTINEL;
-  CHECK_ERR(dlb_cast(t, dt(kDLFloat, 8), &c), DLB_ERR_UNSUPPORTED_DTYPE);
+  CHECK_ERR(dlb_cast(t, dt(kDLFloat, 8), &c), DLB_ERR_UNSUPPORTED_DTYPE); /* float8 has its own codes */
   CHECK_MSG("unsupported DLPack dtype");
   CHECK_ERR(dlb_cast(t, dt3(kDLFloat, 64, 2), &c), DLB_ERR_UNSUPPORTED_DTYPE);
   CHECK_ERR(dlb_cast(t, dt(kDLOpaqueHandle, 64), &c), DLB_ERR_UNSUPPORTED_DTYPE);
   CHECK_ERR(dlb_cast(NULL, I32, &c), DLB_ERR_NULL_POINTER);
   CHECK_ERR(dlb_cast(t, I32, NULL), DLB_ERR_NULL_POINTER);
   CHECK(c == SENTINEL);
+  dlb_free(t);
+}
+
+/* The DLPack 1.3 narrow dtypes: casts bit for bit as PyTorch, padded sub-byte
+ * exports flagged, arithmetic refused. */
+static void test_narrow_dtypes(void) {
+  begin("narrow dtypes");
+  double values[4] = {1.5, -2.0, 0.3, 1000.0};
+  int64_t n4[1] = {4};
+  dlb_tensor *t = f64_tensor(1, n4, values), *c = SENTINEL, *s = SENTINEL;
+  DLDataType e4m3fn = dt(10, 8), f4 = dt(17, 4), c32 = dt(kDLComplex, 32);
+  CHECK_OK(dlb_cast(t, e4m3fn, &c));
+  CHECK(same_dtype(dtype_of(c), e4m3fn));
+  {
+    const uint8_t *code = (const uint8_t *)data_of(c);
+    /* 0.3 rounds to 0.3125 (0x2a); 1000 saturates to 448 (0x7e), as PyTorch does. */
+    CHECK(code[0] == 0x3c && code[1] == 0xc0 && code[2] == 0x2a && code[3] == 0x7e);
+    double want[4] = {1.5, -2.0, 0.3125, 448.0};
+    CHECK(values_are(c, want, 4));
+  }
+  CHECK_ERR(dlb_sum(c, &s), DLB_ERR_INVALID_OPERATION);
+  CHECK_MSG("not implemented for 'Float8_e4m3fn'");
+  CHECK(s == SENTINEL);
+  dlb_free(c);
+
+  CHECK_OK(dlb_cast(t, f4, &c)); /* one float4 value per byte */
+  {
+    DLManagedTensorVersioned *m = NULL;
+    CHECK_OK(dlb_export(c, &m));
+    CHECK(m != NULL && (m->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) != 0);
+    CHECK(same_dtype(m->dl_tensor.dtype, f4));
+    const uint8_t *code = (const uint8_t *)m->dl_tensor.data;
+    CHECK(code[0] == 0x3 && code[1] == 0xc && code[3] == 0x7); /* 1.5, -2, and 6 (saturated) */
+    m->deleter(m);
+    DLManagedTensor *legacy = NULL;
+    CHECK_ERR(dlb_export_legacy(c, &legacy), DLB_ERR_UNSUPPORTED_DTYPE);
+    CHECK_MSG("padded");
+  }
+  dlb_free(c);
+
+  CHECK_OK(dlb_cast(t, c32, &c)); /* complex32: two float16 */
+  CHECK(same_dtype(dtype_of(c), c32));
+  {
+    double want[4] = {1.5, -2.0, 0.300048828125, 1000.0};
+    CHECK(values_are(c, want, 4));
+  }
+  dlb_free(c);
   dlb_free(t);
 }
 
@@ -2145,6 +2192,7 @@ int main(void) {
   test_to_device();
   test_clone();
   test_cast();
+  test_narrow_dtypes();
   test_copy();
   test_binary();
   test_binary_scalar();
