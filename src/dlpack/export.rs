@@ -78,12 +78,14 @@ struct Exported<H> {
 }
 
 /// Boxes the header with its dims and storage, then points the header's
-/// shape/strides into the (now address-stable) block.
+/// shape/strides into the (now address-stable) block, and its `manager_ctx`
+/// at the block: dlbridge's deleter never reads it, but some consumers
+/// (PaddlePaddle) never call the deleter of a tensor whose context is NULL.
 fn finish<H>(
     header: H,
     t: &Tensor,
     dims: Dims,
-    tensor: impl Fn(&mut H) -> &mut DLTensor,
+    fields: impl Fn(&mut H) -> (&mut DLTensor, &mut *mut std::ffi::c_void),
 ) -> *mut H {
     // The block goes to a raw pointer first and the inner pointers are
     // derived from that: taken from the Box, they would be invalidated by
@@ -102,7 +104,9 @@ fn finish<H>(
             Dims::Heap(v) => v.as_mut_ptr(),
         };
         // dims holds 2 * ndim values and lives in the block with the header.
-        point_into(tensor(&mut (*block).header), base, ndim);
+        let (dl_tensor, manager_ctx) = fields(&mut (*block).header);
+        point_into(dl_tensor, base, ndim);
+        *manager_ctx = block.cast();
     }
     block.cast()
 }
@@ -188,7 +192,7 @@ pub fn export_versioned(
         flags,
         dl_tensor,
     };
-    Ok(finish(header, t, dims, |h| &mut h.dl_tensor))
+    Ok(finish(header, t, dims, |h| (&mut h.dl_tensor, &mut h.manager_ctx)))
 }
 
 /// Exports `t` as a legacy `DLManagedTensor`. The legacy ABI has no flags,
@@ -218,7 +222,7 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_legacy),
     };
-    Ok(finish(header, t, dims, |h| &mut h.dl_tensor))
+    Ok(finish(header, t, dims, |h| (&mut h.dl_tensor, &mut h.manager_ctx)))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::capsule::{self, Taken};
 use super::device::extract_opt_device;
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
+use super::numpy::{is_exact_ndarray, tensor_from_ndarray};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
 use crate::dlpack::{export::VERSION, import::import_with};
@@ -166,6 +167,11 @@ fn from_dlpack(
     let device = extract_opt_device(device)?;
     let (t, copied) = match x.cast::<PyTensor>() {
         Ok(own) => (own.get().inner.clone(), false),
+        // An ndarray is read directly, as from_numpy does: the same tensor
+        // (shared memory, read-only kept) without a DLPack round trip, which
+        // costs more than the whole call (NumPy's own from_dlpack of an
+        // ndarray is that fast).
+        Err(_) if is_exact_ndarray(x) => (tensor_from_ndarray(x)?, false),
         Err(_) => import_object(x)?,
     };
     if copy == Some(false) && copied {

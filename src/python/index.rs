@@ -60,12 +60,23 @@ pub(crate) fn iter(slf: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
     Ok(PyList::new(py, items)?.try_iter()?.into_any().unbind())
 }
 
-fn opt_isize(ob: Bound<'_, PyAny>) -> PyResult<Option<isize>> {
-    if ob.is_none() {
-        Ok(None)
-    } else {
-        ob.extract().map(Some)
+/// A slice's bounds, read in C (`PySlice_Unpack`: no attribute lookups,
+/// `__index__` honoured, `None` as the widest bound).
+fn slice_selection(s: &Bound<'_, PySlice>) -> PyResult<Selection> {
+    let (mut start, mut stop, mut step) = (0, 0, 0);
+    // SAFETY: a live slice object and three writable slots.
+    if unsafe { pyo3::ffi::PySlice_Unpack(s.as_ptr(), &mut start, &mut stop, &mut step) } < 0 {
+        return Err(PyErr::fetch(s.py()));
     }
+    // PySlice_Unpack reads a zero step as an error; a negative one is PyTorch's.
+    if step < 0 {
+        return Err(PyValueError::new_err("step must be greater than zero"));
+    }
+    Ok(Selection::Range {
+        start: Some(start),
+        stop: Some(stop),
+        step,
+    })
 }
 
 /// Converts a key into selections for a tensor of `ndim` dimensions.
@@ -95,18 +106,7 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
             }
             ellipsis_at = Some(out.len());
         } else if let Ok(s) = item.cast::<PySlice>() {
-            let step = opt_isize(s.getattr("step")?)?.unwrap_or(1);
-            if step == 0 {
-                return Err(PyValueError::new_err("slice step cannot be zero"));
-            }
-            if step < 0 {
-                return Err(PyValueError::new_err("step must be greater than zero"));
-            }
-            out.push(Selection::Range {
-                start: opt_isize(s.getattr("start")?)?,
-                stop: opt_isize(s.getattr("stop")?)?,
-                step,
-            });
+            out.push(slice_selection(s)?);
         } else if item.is_instance_of::<PyInt>()
             || item.hasattr("__index__")? && !item.hasattr("shape")?
         {

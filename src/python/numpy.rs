@@ -25,6 +25,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)
 }
 
+/// Exactly `numpy.ndarray` (not a subclass, which may export differently).
+pub(crate) fn is_exact_ndarray(ob: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: PyArray_CheckExact only reads the object's type.
+    unsafe { numpy::npyffi::PyArray_CheckExact(ob.py(), ob.as_ptr()) != 0 }
+}
+
 pub(crate) fn is_ndarray(ob: &Bound<'_, PyAny>) -> bool {
     // SAFETY: PyArray_Check only reads the object's type.
     unsafe { numpy::npyffi::PyArray_Check(ob.py(), ob.as_ptr()) != 0 }
