@@ -12,6 +12,44 @@ import os
 # starving the CUDA tests of dlbridge, PyTorch and CuPy.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+# PaddlePaddle must be imported before TensorFlow in one interpreter: the
+# other order crashes the interpreter (a segfault while paddle loads). Importing
+# paddle takes seconds, so it is not imported up front: a one-shot import hook
+# imports it (when installed) just before the first `import tensorflow`, so a
+# run that never imports TensorFlow pays nothing.
+import importlib.util
+import sys
+
+
+def import_paddle():
+    """Imports paddle if it is installed and works (None otherwise), without its
+    start-up warning about ccache."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="No ccache found")
+        try:
+            import paddle
+        except Exception:  # noqa: BLE001 - a missing or broken paddle: its tests skip
+            return None
+    return paddle
+
+
+class _PaddleBeforeTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow":
+            sys.meta_path.remove(self)
+            if "paddle" not in sys.modules and importlib.util.find_spec("paddle") is not None:
+                import_paddle()
+        return None  # the ordinary finders do the import
+
+
+if "tensorflow" not in sys.modules:
+    sys.meta_path.insert(0, _PaddleBeforeTensorFlow())
+
+# TensorFlow's C++ logging (oneDNN's start-up notice included) off, unless asked for.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
 # Under `make test-asan` this interpreter runs with the AddressSanitizer
 # runtime preloaded (for the instrumented extension). The tools the suite
 # spawns (gcc, cargo, valgrind, the C suite with its own ASan) must not
