@@ -210,66 +210,6 @@ macro_rules! with_element {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::DType as __D;
         match $dtype {
-            __D::Bool => {
-                type $T = bool;
-                $body
-            }
-            __D::U8 => {
-                type $T = u8;
-                $body
-            }
-            __D::I8 => {
-                type $T = i8;
-                $body
-            }
-            __D::I16 => {
-                type $T = i16;
-                $body
-            }
-            __D::I32 => {
-                type $T = i32;
-                $body
-            }
-            __D::I64 => {
-                type $T = i64;
-                $body
-            }
-            __D::U16 => {
-                type $T = u16;
-                $body
-            }
-            __D::U32 => {
-                type $T = u32;
-                $body
-            }
-            __D::U64 => {
-                type $T = u64;
-                $body
-            }
-            __D::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            __D::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            __D::F32 => {
-                type $T = f32;
-                $body
-            }
-            __D::F64 => {
-                type $T = f64;
-                $body
-            }
-            __D::C64 => {
-                type $T = num_complex::Complex32;
-                $body
-            }
-            __D::C128 => {
-                type $T = num_complex::Complex64;
-                $body
-            }
             __D::F8E3M4 => {
                 type $T = $crate::element::Float8E3M4;
                 $body
@@ -322,6 +262,8 @@ macro_rules! with_element {
                 type $T = $crate::element::ComplexHalf;
                 $body
             }
+            // Every dtype dlbridge computes with.
+            __compute => $crate::with_compute_element!(__compute, $T => $body),
         }
     }};
 }

@@ -192,7 +192,9 @@ pub fn export_versioned(
         flags,
         dl_tensor,
     };
-    Ok(finish(header, t, dims, |h| (&mut h.dl_tensor, &mut h.manager_ctx)))
+    Ok(finish(header, t, dims, |h| {
+        (&mut h.dl_tensor, &mut h.manager_ctx)
+    }))
 }
 
 /// Exports `t` as a legacy `DLManagedTensor`. The legacy ABI has no flags,
@@ -222,7 +224,9 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_legacy),
     };
-    Ok(finish(header, t, dims, |h| (&mut h.dl_tensor, &mut h.manager_ctx)))
+    Ok(finish(header, t, dims, |h| {
+        (&mut h.dl_tensor, &mut h.manager_ctx)
+    }))
 }
 
 #[cfg(test)]
