@@ -114,21 +114,27 @@ fn finish<H>(
 /// The DLTensor describing `t` (shape and strides are set by [`finish`]),
 /// and the dims it will point into.
 fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
-    let strides = t.layout().element_strides(t.dtype().size()).ok_or_else(|| {
-        crate::err!(
+    let layout = t.layout();
+    let size = t.dtype().size() as isize;
+    // A size-1 dimension's stride is never stepped, so any value will do
+    // (as `Layout::element_strides`, without its allocation: this is the
+    // hottest path of every export).
+    let whole = |(&s, &n): (&isize, &usize)| n <= 1 || s % size == 0;
+    if !layout.strides.iter().zip(&layout.shape).all(whole) {
+        return Err(crate::err!(
             InvalidTensor,
             "cannot export a tensor whose byte strides {:?} are not multiples of its {}-byte item \
              size through DLPack (strides count whole elements); call .contiguous() first",
-            t.layout().strides,
-            t.dtype().size()
-        )
-    })?;
+            layout.strides,
+            size
+        ));
+    }
     let ndim = t.ndim();
-    let values = t
-        .shape()
+    let values = layout
+        .shape
         .iter()
         .map(|&n| n as i64)
-        .chain(strides.iter().map(|&s| s as i64));
+        .chain(layout.strides.iter().map(|&s| (s / size) as i64));
     let dims = if ndim <= INLINE_DIMS {
         let mut a = [0i64; 2 * INLINE_DIMS];
         a.iter_mut().zip(values).for_each(|(d, v)| *d = v);
