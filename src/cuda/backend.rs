@@ -33,15 +33,12 @@ impl Backend for Cuda {
     }
 
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
-        if op == BinaryOp::Pow {
-            return Err(not_yet("pow", out));
-        }
         kernels::binary(out, lhs, rhs, op)
     }
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
         match op {
-            UnaryOp::Abs => Err(not_yet("abs", src)),
+            UnaryOp::Abs => kernels::abs(out, src),
             // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
             UnaryOp::Neg => kernels::binary(
                 out,
@@ -55,8 +52,8 @@ impl Backend for Cuda {
         }
     }
 
-    fn compare(&self, out: &Tensor, _lhs: &Tensor, _rhs: Rhs, op: CompareOp) -> Result<()> {
-        Err(not_yet(op.name(), out))
+    fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {
+        kernels::compare(out, lhs, rhs, op)
     }
 
     fn reduce(

@@ -51,6 +51,11 @@ pub const FILES: &[KernelFile] = &[
         source: include_str!("../../kernels/random.cu"),
         per_dtype: false,
     },
+    KernelFile {
+        name: "compare.cu",
+        source: include_str!("../../kernels/compare.cu"),
+        per_dtype: true,
+    },
 ];
 
 /// A compiled module image, ready for `cuModuleLoadData`.

@@ -8,7 +8,7 @@
 use super::compile::{FILES, KernelFile};
 use super::driver;
 use super::runtime::{Gpu, gpu_of};
-use crate::backend::{BinaryOp, Rhs};
+use crate::backend::{BinaryOp, CompareOp, Rhs};
 use crate::{DType, Error, Result, Scalar, Tensor, bail, with_element};
 use cudarc::driver::sys;
 use std::ffi::c_void;
@@ -18,6 +18,7 @@ const CAST: &KernelFile = &FILES[1];
 const COPY: &KernelFile = &FILES[2];
 const REDUCE: &KernelFile = &FILES[3];
 const RANDOM: &KernelFile = &FILES[4];
+const COMPARE: &KernelFile = &FILES[5];
 
 /// Must match `DLB_MAX_DIMS` in `kernels/common.cuh`.
 const MAX_DIMS: usize = 16;
@@ -191,38 +192,81 @@ fn is_wide(ptrs: &[u64]) -> i32 {
     ptrs.iter().all(|p| p.is_multiple_of(16)) as i32
 }
 
+/// The operands of an elementwise kernel: `a` (and a tensor `b`) broadcast
+/// to `out`'s shape, a number by value in the compute type of `dtype`, and
+/// which operands are tensors (`mode`, as `kernels/elementwise.cu` names it).
+struct Operands {
+    a: Tensor,
+    b: Option<Tensor>,
+    po: sys::CUdeviceptr,
+    pa: sys::CUdeviceptr,
+    pb: sys::CUdeviceptr,
+    scalar: [u8; 16],
+    mode: i32,
+}
+
+impl Operands {
+    fn new(out: &Tensor, a: &Tensor, rhs: Rhs, dtype: DType) -> Result<Operands> {
+        let (b, scalar, scalar_left) = match rhs {
+            Rhs::Tensor(t) => (Some(t), Scalar::Int(0), false),
+            Rhs::Scalar { value, left } => (None, value, left),
+        };
+        let a = a.broadcast_to(out.shape())?;
+        let b = b.map(|b| b.broadcast_to(out.shape())).transpose()?;
+        let mode = match (&b, scalar_left) {
+            (Some(_), _) => 0,
+            (None, false) => 1,
+            (None, true) => 2,
+        };
+        Ok(Operands {
+            po: dev_ptr(out)?,
+            pa: dev_ptr(&a)?,
+            pb: b.as_ref().map(dev_ptr).transpose()?.unwrap_or(0),
+            scalar: compute_scalar_bytes(dtype, scalar),
+            mode,
+            a,
+            b,
+        })
+    }
+
+    fn contiguous(&self, out: &Tensor) -> bool {
+        out.is_contiguous()
+            && self.a.is_contiguous()
+            && self.b.as_ref().is_none_or(|b| b.is_contiguous())
+    }
+
+    /// The strided indexer over out, a and b (stride 0 for a number).
+    fn indexer(&self, out: &Tensor) -> Result<Indexer> {
+        let zeros = vec![0i64; out.ndim()];
+        let strides = [
+            element_strides(out)?,
+            element_strides(&self.a)?,
+            self.b
+                .as_ref()
+                .map(element_strides)
+                .transpose()?
+                .unwrap_or(zeros),
+        ];
+        indexer(out.shape(), &strides)
+    }
+}
+
 /// `out = a op rhs`, all of `out`'s dtype, `a` (and a tensor `rhs`)
 /// broadcast to out's shape. `out` may be `a` itself. A number on the right
 /// (or on the left, `Rhs::Scalar { left: true }`) is passed by value in the
 /// dtype's compute type.
 pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
     let opname = op.name();
-    let (b, scalar, scalar_left) = match rhs {
-        Rhs::Tensor(t) => (Some(t), Scalar::Int(0), false),
-        Rhs::Scalar { value, left } => (None, value, left),
-    };
     let dtype = out.dtype();
     let tag = tag_for(opname, dtype)?;
     if out.numel() == 0 {
         return Ok(());
     }
     let gpu = gpu_of(out.device())?;
-    let a = a.broadcast_to(out.shape())?;
-    let b = b.map(|b| b.broadcast_to(out.shape())).transpose()?;
-    let mut mode: i32 = match (&b, scalar_left) {
-        (Some(_), _) => 0,
-        (None, false) => 1,
-        (None, true) => 2,
-    };
-    let mut po = dev_ptr(out)?;
-    let mut pa = dev_ptr(&a)?;
-    let mut pb = b.as_ref().map(dev_ptr).transpose()?.unwrap_or(0);
-    let mut s = compute_scalar_bytes(dtype, scalar);
+    let mut o = Operands::new(out, a, rhs, dtype)?;
     let mut n = out.numel() as i64;
-    let contiguous =
-        out.is_contiguous() && a.is_contiguous() && b.as_ref().is_none_or(|b| b.is_contiguous());
-    if contiguous {
-        let mut wide = is_wide(&[po, pa, pb]);
+    if o.contiguous(out) {
+        let mut wide = is_wide(&[o.po, o.pa, o.pb]);
         let per_thread = if wide == 1 { 16 / dtype.size() } else { 1 };
         let name = format!("dlb_{opname}_contig_{tag}");
         launch(
@@ -232,26 +276,17 @@ pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
             &name,
             out.numel().div_ceil(per_thread),
             &mut [
-                arg(&mut po),
-                arg(&mut pa),
-                arg(&mut pb),
-                arg(&mut s),
-                arg(&mut mode),
+                arg(&mut o.po),
+                arg(&mut o.pa),
+                arg(&mut o.pb),
+                arg(&mut o.scalar),
+                arg(&mut o.mode),
                 arg(&mut n),
                 arg(&mut wide),
             ],
         )
     } else {
-        let zeros = vec![0i64; out.ndim()];
-        let strides = [
-            element_strides(out)?,
-            element_strides(&a)?,
-            b.as_ref()
-                .map(element_strides)
-                .transpose()?
-                .unwrap_or(zeros),
-        ];
-        let mut ix = indexer(out.shape(), &strides)?;
+        let mut ix = o.indexer(out)?;
         let name = format!("dlb_{opname}_strided_{tag}");
         launch(
             gpu,
@@ -260,16 +295,71 @@ pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
             &name,
             out.numel(),
             &mut [
-                arg(&mut po),
-                arg(&mut pa),
-                arg(&mut pb),
-                arg(&mut s),
-                arg(&mut mode),
+                arg(&mut o.po),
+                arg(&mut o.pa),
+                arg(&mut o.pb),
+                arg(&mut o.scalar),
+                arg(&mut o.mode),
                 arg(&mut n),
                 arg(&mut ix),
             ],
         )
     }
+}
+
+/// `out = a op rhs` into the fresh bool tensor `out`; `a` (and a tensor
+/// `rhs`) share one dtype and broadcast to out's shape; a number has
+/// already been rounded to that dtype and travels in its compute type.
+pub fn compare(out: &Tensor, a: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {
+    let opname = op.name();
+    let dtype = a.dtype();
+    let tag = tag_for(opname, dtype)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(out.device())?;
+    let mut o = Operands::new(out, a, rhs, dtype)?;
+    let mut n = out.numel() as i64;
+    let contiguous = o.contiguous(out);
+    let mut ix = o.indexer(out)?;
+    let name = format!(
+        "dlb_{opname}_{}_{tag}",
+        if contiguous { "contig" } else { "strided" }
+    );
+    let mut params = vec![
+        arg(&mut o.po),
+        arg(&mut o.pa),
+        arg(&mut o.pb),
+        arg(&mut o.scalar),
+        arg(&mut o.mode),
+        arg(&mut n),
+    ];
+    if !contiguous {
+        params.push(arg(&mut ix));
+    }
+    launch(gpu, COMPARE, tag, &name, out.numel(), &mut params)
+}
+
+/// `out = |src|`, one shape and dtype (real dtypes only); `out` is fresh.
+pub fn abs(out: &Tensor, src: &Tensor) -> Result<()> {
+    let tag = tag_for("abs", src.dtype())?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let gpu = gpu_of(out.device())?;
+    let mut po = dev_ptr(out)?;
+    let mut ps = dev_ptr(src)?;
+    let mut n = out.numel() as i64;
+    let mut ix = indexer(out.shape(), &[element_strides(out)?, element_strides(src)?])?;
+    let name = format!("dlb_abs_{tag}");
+    launch(
+        gpu,
+        ELEMENTWISE,
+        tag,
+        &name,
+        out.numel(),
+        &mut [arg(&mut po), arg(&mut ps), arg(&mut n), arg(&mut ix)],
+    )
 }
 
 /// `dst[...] = src[...]`, casting when the dtypes differ; `src` is on

@@ -1,7 +1,7 @@
 """kernels/*.cu compiled for the CPU (tests/kernels/host_emulation.h) and
 checked against NumPy: arithmetic and its wrap-around, bool rules, every cast
 pair, 16-byte and scalar paths and their tails, strided and broadcast
-indexing, fills, sums and rand. This needs no GPU; the same sources also go
+indexing, fills, pow, comparisons, abs, sums and rand. This needs no GPU; the same sources also go
 through NVRTC in test_cuda_nogpu.py, and run on a real device in
 gpu/test_kernels.py.
 
@@ -98,6 +98,9 @@ def lib(tmp_path_factory):
 
 def ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
+
+
+NULL = ctypes.c_void_p(0)
 
 
 def run(lib, name, args, grid=(1, 1)):
@@ -361,3 +364,280 @@ def test_float_to_integer_casts_wrap_through_int64_like_the_cpu_backend(lib, src
     np.testing.assert_array_equal(out, want)
     cpu = db.from_numpy(v).to(getattr(db, np.dtype(TAGS[dst]).name)).numpy()
     np.testing.assert_array_equal(out, cpu)
+
+
+# =========================================================================== pow, comparisons, abs
+# The CUDA backend promises the CPU backend's semantics for these, bit for bit where the
+# arithmetic allows: references are NumPy (integers exactly, with Python's big integers for
+# wrapping powers) and the C library's powf/pow (which the CPU backend's Rust calls too).
+
+LIBM = ctypes.CDLL("libm.so.6")
+LIBM.powf.restype, LIBM.powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+LIBM.pow.restype, LIBM.pow.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+SIGNED = ["i8", "i16", "i32", "i64"]
+
+
+def bits(a):
+    """The raw bits of an array (floats compared exactly, sign of zero and NaN included)."""
+    a = np.ascontiguousarray(a)
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
+
+
+def special_values(tag):
+    """Edge values of a dtype: extremes, zero, one, minus one, and for floats ±0, ±inf, NaN."""
+    dt = TAGS[tag]
+    if tag == "b8":
+        return np.array([False, True], dtype=dt)
+    if tag in FLOATS:
+        with np.errstate(over="ignore"):
+            return np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, 10.0, np.inf, -np.inf, np.nan,
+                             -np.nan, 1e-3, 65504.0, 1e30], dtype=np.float64).astype(dt)
+    info = np.iinfo(dt)
+    vals = [0, 1, 2, 3, info.max, info.max - 1, 7, 100]
+    if info.min < 0:
+        vals += [-1, -2, -3, info.min, info.min + 1, -100]
+    return np.array(vals, dtype=dt)
+
+
+# --------------------------------------------------------------------------- pow
+
+
+def int_pow(base, exp, tag):
+    """PyTorch's integer power (cpu/arith.rs's int_pow!): wrapping; a negative exponent gives
+    1 for base 1, +-1 for base -1 and 0 otherwise."""
+    dt = TAGS[tag]
+    bits_ = 8 * np.dtype(dt).itemsize
+    out = []
+    for b, e in zip(np.asarray(base).tolist(), np.asarray(exp).tolist()):
+        if e < 0:
+            r = 1 if b == 1 else ((1 if e % 2 == 0 else -1) if b == -1 else 0)
+        else:
+            r = pow(b, e, 2**bits_)
+        out.append(r % 2**bits_)
+    return np.array(out, dtype=np.uint64).astype(dt)
+
+
+def float_pow(base, exp, tag):
+    """x ** y in the compute type (float32 for float16/bfloat16) with the C library's powf/pow,
+    rounded once to the dtype."""
+    f, c = (LIBM.pow, np.float64) if tag == "f64" else (LIBM.powf, np.float32)
+    b, e = np.broadcast_arrays(np.asarray(base).astype(c), np.asarray(exp).astype(c))
+    r = np.array([f(float(x), float(y)) for x, y in zip(b.ravel(), e.ravel())], dtype=c).reshape(b.shape)
+    with np.errstate(over="ignore"):  # float32 results beyond float16's range become inf
+        return r.astype(TAGS[tag])
+
+
+def pow_reference(tag, base, exp):
+    if tag == "b8":
+        return np.asarray(base) | ~np.asarray(exp)
+    if tag in FLOATS:
+        return float_pow(base, exp, tag)
+    b, e = np.broadcast_arrays(np.asarray(base), np.asarray(exp))
+    return int_pow(b.ravel(), e.ravel(), tag).reshape(b.shape)
+
+
+def pow_operands(tag, rng):
+    """Every pair of special values, then random ones: negative exponents, bases +-1 and 0,
+    powers that wrap, NaN, infinities, negative bases with fractional exponents."""
+    sv = special_values(tag)
+    a, b = (x.ravel() for x in np.meshgrid(sv, sv))
+    if tag in FLOATS:
+        ra = random_array(tag, 200, rng, low=-8, high=8)
+        rb = random_array(tag, 200, rng, low=-4, high=4)
+        rb[::3] = np.round(rb[::3].astype(np.float64))  # integral exponents of negative bases
+    elif tag == "b8":
+        ra, rb = random_array(tag, 16, rng), random_array(tag, 16, rng)
+    else:
+        low = -5 if tag in SIGNED else 0
+        ra = random_array(tag, 200, rng, low=low, high=7)
+        rb = random_array(tag, 200, rng, low=-3 if tag in SIGNED else 0, high=70)
+    return np.concatenate([a, ra]).astype(TAGS[tag]), np.concatenate([b, rb]).astype(TAGS[tag])
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_pow_tensors_and_scalars_on_both_sides(lib, tag):
+    rng = np.random.default_rng(len(tag))
+    a, b = pow_operands(tag, rng)
+    n = a.size
+    scalars = {"b8": [True, False], "f16": [2.0, 0.5, -1.5, 0.1], "bf16": [2.0, 0.5, -1.5, 0.1],
+               "f32": [2.0, 0.5, -1.5, 0.1], "f64": [2.0, 0.5, -1.5, 0.1]}.get(tag, [0, 1, 2, 3, 13, 64])
+    if tag in SIGNED:
+        scalars = scalars + [-1, -2]
+    for wide in (0, 1):
+        out = np.full(n, 123, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+            [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(n), ctypes.c_int(wide)],
+            grid=(2, 3))
+        assert_same(out, pow_reference(tag, a, b))
+        for s in scalars:
+            # The number travels in the compute type: float16/bfloat16 get it unrounded.
+            sv = np.float32(s) if tag in ("f16", "bf16") else np.array(s).astype(TAGS[tag])
+            for mode, want in ((1, pow_reference(tag, a, np.full(n, sv))), (2, pow_reference(tag, np.full(n, sv), a))):
+                out = np.full(n, 123, dtype=TAGS[tag])
+                run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+                    [ptr(out), ptr(a), ptr(a), scalar_arg(tag, s), ctypes.c_int(mode), ctypes.c_int64(n),
+                     ctypes.c_int(wide)])
+                assert_same(out, want)
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_pow_strided_and_broadcast(lib, tag):
+    rng = np.random.default_rng(7)
+    a, b = pow_operands(tag, rng)
+    base = a[:12].reshape(3, 4)[:, ::2]  # (3, 2) strided
+    exp = b[-2:]  # (2,) broadcast over rows
+    grid = np.full((3, 6), 55, dtype=TAGS[tag])
+    out = grid[:, ::3]  # (3, 2) strided destination
+    ix = indexer((3, 2), estrides(out), estrides(base), [0, 1])
+    run(lib["elementwise"], f"dlb_pow_strided_{tag}",
+        [ptr(out), ptr(base), ptr(exp), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(6), ix], grid=(2, 2))
+    assert_same(out, pow_reference(tag, base, np.broadcast_to(exp, (3, 2))))
+    keep = np.full((3, 6), 55, dtype=TAGS[tag])
+    keep[:, ::3] = out
+    assert_same(grid, keep)
+
+
+@pytest.mark.parametrize("tag", FLOATS)
+def test_float_pow_is_close_to_numpy_and_torch(lib, tag):
+    """An independent check of the float reference: NumPy (and torch, on its dtypes) agree
+    within a few units in the last place."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    a = random_array(tag, 300, rng, low=0.1, high=8)
+    b = random_array(tag, 300, rng, low=-3, high=3)
+    out = np.zeros_like(a)
+    run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+        [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(1)])
+    eps = {"f16": 2.0**-10, "bf16": 2.0**-7, "f32": 2.0**-23, "f64": 2.0**-52}[tag]
+    wide_ref = np.power(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), wide_ref, rtol=4 * eps)
+    tt = torch.from_numpy(a.astype(np.float32 if tag != "f64" else np.float64))
+    te = torch.from_numpy(b.astype(np.float32 if tag != "f64" else np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), torch.pow(tt, te).double().numpy(), rtol=4 * eps)
+
+
+def test_integer_pow_matches_torch_where_torch_has_the_dtype(lib):
+    import torch
+
+    for tag in ["u8"] + SIGNED:
+        rng = np.random.default_rng(11)
+        a, b = pow_operands(tag, rng)
+        out = np.zeros_like(a)
+        run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+            [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)])
+        want = torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        np.testing.assert_array_equal(out, want, err_msg=tag)
+
+
+# --------------------------------------------------------------------------- comparisons
+
+COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+
+
+def compare_reference(op, x, y):
+    """IEEE comparisons on exact float64 (or integer) values."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind == "f" or x.dtype == ml_dtypes.bfloat16:
+        x, y = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return COMPARISONS[op](x, y)
+
+
+@pytest.mark.parametrize("op", list(COMPARISONS))
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_comparisons_contiguous_with_tensors_and_scalars(lib, tag, op):
+    sv = special_values(tag)
+    a, b = (x.ravel() for x in np.meshgrid(sv, sv))  # every pair, NaN with NaN included
+    rng = np.random.default_rng(len(op))
+    ra = random_array(tag, 100, rng)
+    a, b = np.concatenate([a, ra]), np.concatenate([b, ra[::-1]])
+    n = a.size
+    out = np.full(n + 4, 7, dtype=np.uint8)  # bool storage: one byte each, poisoned
+    run(lib["compare"], f"dlb_{op}_contig_{tag}",
+        [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(n)], grid=(2, 3))
+    np.testing.assert_array_equal(out[:n], compare_reference(op, a, b).astype(np.uint8))
+    assert (out[n:] == 7).all()
+    for s in sv:  # the scalar was rounded to the dtype by the host
+        for mode, want in ((1, compare_reference(op, a, np.full(n, s))), (2, compare_reference(op, np.full(n, s), a))):
+            out = np.full(n, 7, dtype=np.uint8)
+            run(lib["compare"], f"dlb_{op}_contig_{tag}",
+                [ptr(out), ptr(a), ptr(a), scalar_arg(tag, s.item() if tag != "bf16" else float(s)),
+                 ctypes.c_int(mode), ctypes.c_int64(n)])
+            np.testing.assert_array_equal(out, want.astype(np.uint8), err_msg=f"{s} mode {mode}")
+    empty = np.full(2, 7, dtype=np.uint8)
+    run(lib["compare"], f"dlb_{op}_contig_{tag}",
+        [ptr(empty), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(0)])
+    assert (empty == 7).all()
+
+
+@pytest.mark.parametrize("tag", ["b8", "u8", "i32", "u64", "f16", "bf16", "f64"])
+def test_comparisons_strided_and_broadcast(lib, tag):
+    rng = np.random.default_rng(9)
+    sv = special_values(tag)
+    col = sv.reshape(-1, 1)  # broadcast along columns
+    row = np.ascontiguousarray(np.concatenate([sv, random_array(tag, 3, rng)])[::-1])
+    shape = (col.shape[0], row.shape[0])
+    for op in COMPARISONS:
+        out = np.full(shape, 7, dtype=np.uint8)
+        ix = indexer(shape, estrides(out), [estrides(col)[0], 0], [0, 1])
+        run(lib["compare"], f"dlb_{op}_strided_{tag}",
+            [ptr(out), ptr(col), ptr(row), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(out.size), ix],
+            grid=(2, 2))
+        np.testing.assert_array_equal(out, compare_reference(op, np.broadcast_to(col, shape),
+                                                             np.broadcast_to(row, shape)).astype(np.uint8))
+        t = np.ascontiguousarray(np.broadcast_to(col, shape)).T  # a transposed input, number on the left
+        out = np.full(t.shape, 7, dtype=np.uint8)
+        ix = indexer(t.shape, estrides(out), estrides(t), [0, 0])
+        run(lib["compare"], f"dlb_{op}_strided_{tag}",
+            [ptr(out), ptr(t), NULL, scalar_arg(tag, sv[1].item() if tag != "bf16" else float(sv[1])),
+             ctypes.c_int(2), ctypes.c_int64(out.size), ix])
+        np.testing.assert_array_equal(out, compare_reference(op, np.full(t.shape, sv[1]), t).astype(np.uint8))
+
+
+# --------------------------------------------------------------------------- abs
+
+
+def abs_reference(x, tag):
+    if tag in FLOATS:
+        sign = {2: 0x8000, 4: 0x80000000, 8: 0x8000000000000000}[x.itemsize]
+        return (bits(x) & ~np.array(sign, dtype=bits(x).dtype)).view(x.dtype)
+    if tag in SIGNED:
+        return np.abs(x)  # NumPy wraps too: abs(-128) is -128 in int8
+    return x
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_abs_wraps_integers_and_clears_the_float_sign_bit(lib, tag):
+    rng = np.random.default_rng(2)
+    x = np.concatenate([special_values(tag), random_array(tag, 50, rng)])
+    for src in (x, x[::2], x.reshape(-1)[1:]):  # contiguous, strided, offset
+        out = np.full(src.size, 99, dtype=TAGS[tag])
+        ix = indexer((src.size,), [1], estrides(src))
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(src), ctypes.c_int64(src.size), ix], grid=(2, 2))
+        np.testing.assert_array_equal(bits(out), bits(abs_reference(np.ascontiguousarray(src), tag)))
+    if tag in SIGNED:
+        lowest = np.array([np.iinfo(TAGS[tag]).min], dtype=TAGS[tag])
+        out = np.zeros(1, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(lowest), ctypes.c_int64(1), indexer((1,), [1], [1])])
+        assert out[0] == lowest[0]
+    if tag in FLOATS:  # -0.0 and a negative NaN lose their sign
+        neg = np.array([-0.0, -np.inf], dtype=np.float64).astype(TAGS[tag])
+        nan = bits(np.array([np.nan], dtype=np.float64).astype(TAGS[tag]))
+        nan |= np.array({2: 0x8000, 4: 0x80000000, 8: 0x8000000000000000}[nan.itemsize], dtype=nan.dtype)
+        src = np.concatenate([neg, nan.view(TAGS[tag])])
+        out = np.zeros(3, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(src), ctypes.c_int64(3), indexer((3,), [1], [1])])
+        f = out.astype(np.float64)
+        assert f[0] == 0 and not np.signbit(f[0]) and f[1] == np.inf and np.isnan(f[2]) and not np.signbit(f[2])
+
+
+def test_abs_of_a_transposed_matrix(lib):
+    x = (np.arange(-12, 12, dtype=np.int16) * 1000).reshape(4, 6)
+    t = x.T
+    out = np.zeros(t.shape, dtype=np.int16)
+    ix = indexer(t.shape, estrides(out), estrides(t))
+    run(lib["elementwise"], "dlb_abs_i16", [ptr(out), ptr(t), ctypes.c_int64(t.size), ix], grid=(3, 2))
+    np.testing.assert_array_equal(out, np.abs(t))
+
