@@ -10,15 +10,6 @@ use crate::{Device, DeviceKind, Result, Scalar, Tensor};
 /// NVIDIA GPUs, through the driver API (cudarc, loaded at run time).
 pub struct Cuda;
 
-/// PyTorch's wording for an op that has no CUDA kernel in dlbridge yet.
-fn not_yet(what: &str, t: &Tensor) -> crate::Error {
-    crate::err!(
-        NotImplemented,
-        "\"{what}_cuda\" not implemented for '{}'",
-        t.dtype().scalar_type_name()
-    )
-}
-
 impl Backend for Cuda {
     fn allocate(&self, device: Device, bytes: usize, zeroed: bool) -> Result<Storage> {
         memory::new_storage(device, bytes, zeroed)
@@ -64,15 +55,7 @@ impl Backend for Cuda {
         out: &Tensor,
         indices: Option<&Tensor>,
     ) -> Result<()> {
-        let scale = match op {
-            ReduceOp::Sum => 1.0,
-            ReduceOp::Mean => 1.0 / src.numel() as f64,
-            ReduceOp::Max | ReduceOp::Min => return Err(not_yet("max", src)),
-        };
-        if dims.len() < src.ndim() || indices.is_some() {
-            return Err(not_yet("sum", src));
-        }
-        kernels::sum(&src.contiguous()?, out, scale)
+        kernels::reduce(src, dims, op, out, indices)
     }
 
     fn random(&self, dst: &Tensor) -> Result<()> {

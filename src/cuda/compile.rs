@@ -44,7 +44,7 @@ pub const FILES: &[KernelFile] = &[
     KernelFile {
         name: "reduce.cu",
         source: include_str!("../../kernels/reduce.cu"),
-        per_dtype: false,
+        per_dtype: true,
     },
     KernelFile {
         name: "random.cu",
