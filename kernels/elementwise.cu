@@ -1,6 +1,7 @@
 // Elementwise binary arithmetic: out = a op b, a op scalar, or scalar op a.
 // One contiguous kernel (16-byte loads when every pointer allows) and one
 // strided kernel (broadcast inputs have stride 0) per operator and dtype.
+// Also abs, the one unary kernel (negation is a multiplication by -1).
 #include "common.cuh"
 
 // Wrapping integer arithmetic: compute in the unsigned twin.
@@ -27,7 +28,46 @@ DLB_FLOAT(double)
 __device__ __forceinline__ bool op_add(bool x, bool y) { return x || y; }
 __device__ __forceinline__ bool op_mul(bool x, bool y) { return x && y; }
 
-enum { OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3 };
+// x ** y. Integers: by squaring, wrapping (in the unsigned twin); a negative
+// exponent gives 1 for base 1, 1 or -1 for base -1 (even or odd exponent)
+// and 0 otherwise, as PyTorch's integer pow and cpu/arith.rs's int_pow!.
+// Narrow integers compute in int or unsigned: the product modulo 2^32 keeps
+// the low 8 or 16 bits the store wraps to.
+#define DLB_POW_BY_SQUARING(CT, UT)                                          \
+    UT result = 1, b = (UT)base, e = (UT)exp;                                \
+    while (e != 0) {                                                         \
+        if (e & 1) result *= b;                                              \
+        b *= b;                                                              \
+        e >>= 1;                                                             \
+    }                                                                        \
+    return (CT)result;
+#define DLB_SIGNED_POW(CT, UT)                                               \
+    __device__ __forceinline__ CT op_pow(CT base, CT exp) {                  \
+        if (exp < 0) {                                                       \
+            if (base == 1) return 1;                                         \
+            if (base == -1) return exp % 2 == 0 ? 1 : -1;                    \
+            return 0;                                                        \
+        }                                                                    \
+        DLB_POW_BY_SQUARING(CT, UT)                                          \
+    }
+#define DLB_UNSIGNED_POW(CT)                                                 \
+    __device__ __forceinline__ CT op_pow(CT base, CT exp) {                  \
+        DLB_POW_BY_SQUARING(CT, CT)                                          \
+    }
+DLB_SIGNED_POW(int, unsigned)
+DLB_SIGNED_POW(long long, unsigned long long)
+DLB_UNSIGNED_POW(unsigned)
+DLB_UNSIGNED_POW(unsigned long long)
+#undef DLB_SIGNED_POW
+#undef DLB_UNSIGNED_POW
+#undef DLB_POW_BY_SQUARING
+// float16 and bfloat16 arrive here as float: powf, then one rounding on store.
+__device__ __forceinline__ float op_pow(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double op_pow(double x, double y) { return pow(x, y); }
+// bool ** bool: true unless the base is false and the exponent true.
+__device__ __forceinline__ bool op_pow(bool x, bool y) { return x || !y; }
+
+enum { OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3, OP_POW = 4 };
 // mode: which operands are tensors.
 enum { MODE_TENSORS = 0, MODE_SCALAR_RIGHT = 1, MODE_SCALAR_LEFT = 2 };
 
@@ -36,6 +76,7 @@ __device__ __forceinline__ C apply(C x, C y) {
     if constexpr (OP == OP_ADD) return op_add(x, y);
     else if constexpr (OP == OP_SUB) return op_sub(x, y);
     else if constexpr (OP == OP_MUL) return op_mul(x, y);
+    else if constexpr (OP == OP_POW) return op_pow(x, y);
     else return op_div(x, y);   // floating types only: integer true division computes in float
 }
 
@@ -97,50 +138,103 @@ __device__ void binary_strided(T* out, const T* a, const T* b, typename Tr<T>::C
         binary_strided<OP, T>(out, a, b, scalar, mode, n, ix);                                \
     }
 
-#define DLB_ADD_SUB_MUL(tag, T) DLB_BINARY(add, OP_ADD, tag, T) DLB_BINARY(sub, OP_SUB, tag, T) DLB_BINARY(mul, OP_MUL, tag, T)
+// |x|: integers wrap (|-128| is -128 in int8), unsigned ones and bool are
+// unchanged, floats lose their sign bit (-0.0, -inf and NaN included), so the
+// bits are exactly the CPU backend's.
+template <typename T> struct Abs {  // unsigned integers and bool: unchanged
+    static __device__ __forceinline__ T go(T x) { return x; }
+};
+#define DLB_SIGNED_ABS(T)                                                    \
+    template <> struct Abs<T> {                                              \
+        static __device__ __forceinline__ T go(T x) {                        \
+            typedef Tr<T>::C C;                                              \
+            const C c = Tr<T>::load(x);                                      \
+            return Tr<T>::store(c < 0 ? op_sub((C)0, c) : c);                \
+        }                                                                    \
+    };
+DLB_SIGNED_ABS(i8)
+DLB_SIGNED_ABS(i16)
+DLB_SIGNED_ABS(i32)
+DLB_SIGNED_ABS(i64)
+#undef DLB_SIGNED_ABS
+template <> struct Abs<f16> {
+    static __device__ __forceinline__ f16 go(f16 x) { x.bits &= 0x7fffu; return x; }
+};
+template <> struct Abs<bf16> {
+    static __device__ __forceinline__ bf16 go(bf16 x) { x.bits &= 0x7fffu; return x; }
+};
+template <> struct Abs<float> {
+    static __device__ __forceinline__ float go(float x) { return __uint_as_float(__float_as_uint(x) & 0x7fffffffu); }
+};
+template <> struct Abs<double> {
+    static __device__ __forceinline__ double go(double x) {
+        return __longlong_as_double(__double_as_longlong(x) & 0x7fffffffffffffffll);
+    }
+};
+
+// out = |src|: a contiguous pair collapses to one dimension on the host.
+template <typename T>
+__device__ void abs_strided(T* out, const T* src, i64 n, const Indexer& ix) {
+    for (i64 i = global_thread(); i < n; i += grid_threads()) {
+        i64 off[2];
+        offsets<2>(ix, i, off);
+        out[off[0]] = Abs<T>::go(src[off[1]]);
+    }
+}
+
+#define DLB_ABS(tag, T)                                                                       \
+    extern "C" __global__ void dlb_abs_##tag(T* out, const T* src, i64 n, Indexer ix) {       \
+        abs_strided<T>(out, src, n, ix);                                                      \
+    }
+
+// Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
+#define DLB_ARITH(tag, T) DLB_BINARY(add, OP_ADD, tag, T) DLB_BINARY(sub, OP_SUB, tag, T) DLB_BINARY(mul, OP_MUL, tag, T) \
+    DLB_BINARY(pow, OP_POW, tag, T) DLB_ABS(tag, T)
 #define DLB_DIV(tag, T) DLB_BINARY(div, OP_DIV, tag, T)
 
 #if DLB_WANT(b8)
 DLB_BINARY(add, OP_ADD, b8, b8)
 DLB_BINARY(mul, OP_MUL, b8, b8)
+DLB_BINARY(pow, OP_POW, b8, b8)
+DLB_ABS(b8, b8)
 #endif
 #if DLB_WANT(u8)
-DLB_ADD_SUB_MUL(u8, u8)
+DLB_ARITH(u8, u8)
 #endif
 #if DLB_WANT(i8)
-DLB_ADD_SUB_MUL(i8, i8)
+DLB_ARITH(i8, i8)
 #endif
 #if DLB_WANT(i16)
-DLB_ADD_SUB_MUL(i16, i16)
+DLB_ARITH(i16, i16)
 #endif
 #if DLB_WANT(i32)
-DLB_ADD_SUB_MUL(i32, i32)
+DLB_ARITH(i32, i32)
 #endif
 #if DLB_WANT(i64)
-DLB_ADD_SUB_MUL(i64, i64)
+DLB_ARITH(i64, i64)
 #endif
 #if DLB_WANT(u16)
-DLB_ADD_SUB_MUL(u16, u16)
+DLB_ARITH(u16, u16)
 #endif
 #if DLB_WANT(u32)
-DLB_ADD_SUB_MUL(u32, u32)
+DLB_ARITH(u32, u32)
 #endif
 #if DLB_WANT(u64)
-DLB_ADD_SUB_MUL(u64, u64)
+DLB_ARITH(u64, u64)
 #endif
 #if DLB_WANT(f16)
-DLB_ADD_SUB_MUL(f16, f16)
+DLB_ARITH(f16, f16)
 DLB_DIV(f16, f16)
 #endif
 #if DLB_WANT(bf16)
-DLB_ADD_SUB_MUL(bf16, bf16)
+DLB_ARITH(bf16, bf16)
 DLB_DIV(bf16, bf16)
 #endif
 #if DLB_WANT(f32)
-DLB_ADD_SUB_MUL(f32, float)
+DLB_ARITH(f32, float)
 DLB_DIV(f32, float)
 #endif
 #if DLB_WANT(f64)
-DLB_ADD_SUB_MUL(f64, double)
+DLB_ARITH(f64, double)
 DLB_DIV(f64, double)
 #endif

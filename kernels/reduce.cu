@@ -1,7 +1,23 @@
-// sum and mean over every element of a contiguous tensor, in two launches:
-// each block folds a grid-stride share into one partial, then one block folds
-// the partials and writes the result. Floating types accumulate in double and
-// integers in 64 bits (the CPU backend does the same).
+// Reductions: sum, mean, max and min (with the first index of the winner)
+// over any dimensions, with the CPU backend's semantics (cpu/reduce.rs).
+//
+// The host describes the input as `rows` runs of `run` elements: the kept
+// dimensions (an Indexer over them gives each run's first element) and the
+// reduced ones (one stride, `elem_stride`; the host copies the input first
+// when the reduced dimensions do not merge into one). Three kernels:
+//   dlb_reduce_block_*   one block per run (or piece of a run): long runs
+//                        with elem_stride 1, 16-byte loads where aligned;
+//   dlb_reduce_thread_*  one thread per run (or piece): short runs, and runs
+//                        across memory (sum over dim 0), where neighbouring
+//                        threads read neighbouring elements;
+//   dlb_reduce_final_*   one block per run folds the pieces' partials.
+// A run cut into `splits` > 1 pieces leaves one partial per piece (the sum,
+// or the index of the winner) for dlb_reduce_final. Full sums and means of
+// contiguous input keep their own first pass, dlb_sum_partial_* (a grid-stride
+// share per block), whose partials dlb_reduce_final_* folds too.
+//
+// Floating types accumulate in double, integers and bool in 64 bits
+// (wrapping). Every kernel file is compiled one dtype at a time.
 #include "common.cuh"
 
 template <typename A>
@@ -45,47 +61,323 @@ __device__ void sum_partial(const T* in, i64 n, A* partial, int wide) {
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-// out = sum(partial) * scale (scale is 1/n for mean, else 1), in dtype O.
-template <typename A, typename O>
-__device__ void sum_final(const A* partial, i64 m, O* out, double scale) {
-    A acc = 0;
-    for (i64 i = threadIdx.x; i < m; i += blockDim.x) acc += partial[i];
-    acc = block_sum(acc);
-    if (threadIdx.x == 0) {
-        typedef typename Tr<O>::C C;
-        if (scale == 1.0) out[0] = Tr<O>::store(convert<C>(acc));
-        else out[0] = Tr<O>::store(convert<C>((double)acc * scale));
+// ----------------------------------------------------------------- rounding
+
+// A float64 result rounded to the output dtype exactly as the CPU backend
+// rounds it (the `half` crate's conversions from f64).
+template <typename O> struct FromDouble;
+template <> struct FromDouble<float> {
+    static __device__ __forceinline__ float go(double d) { return (float)d; }
+};
+template <> struct FromDouble<double> {
+    static __device__ __forceinline__ double go(double d) { return d; }
+};
+// float16 through float32: what `half`'s f16::from_f64 does on x86-64 with
+// F16C (which has no float64 form). Where `half` rounds directly (aarch64),
+// the two differ only for a float64 that is not a float32 and lies within a
+// float32 rounding of a float16 tie.
+template <> struct FromDouble<f16> {
+    static __device__ __forceinline__ f16 go(double d) { return Tr<f16>::store((float)d); }
+};
+// bfloat16 as `half`'s f64_to_bf16: the double's top 32 bits, rounded to
+// nearest even (the low 32 bits of the mantissa are ignored).
+template <> struct FromDouble<bf16> {
+    static __device__ __forceinline__ bf16 go(double d) {
+        const u64 bits = (u64)__double_as_longlong(d);
+        const u32 x = (u32)(bits >> 32);
+        const u32 sign = x & 0x80000000u, exp = x & 0x7ff00000u, man = x & 0x000fffffu;
+        bf16 r;
+        if (exp == 0x7ff00000u) {
+            const u32 nan_bit = (man == 0 && (u32)bits == 0) ? 0u : 0x40u;
+            r.bits = (u16)((sign >> 16) | 0x7f80u | nan_bit | (man >> 13));
+            return r;
+        }
+        const u32 half_sign = sign >> 16;
+        const int half_exp = (int)(exp >> 20) - 1023 + 127;
+        if (half_exp >= 0xff) {
+            r.bits = (u16)(half_sign | 0x7f80u);
+            return r;
+        }
+        if (half_exp <= 0) {
+            if (7 - half_exp > 21) {
+                r.bits = (u16)half_sign;
+                return r;
+            }
+            const u32 m = man | 0x00100000u;
+            u32 half_man = m >> (14 - half_exp);
+            const u32 round_bit = 1u << (13 - half_exp);
+            if ((m & round_bit) != 0 && (m & (3 * round_bit - 1)) != 0) half_man += 1;
+            r.bits = (u16)(half_sign | half_man);
+            return r;
+        }
+        const u32 v = half_sign | ((u32)half_exp << 7) | (man >> 13);
+        const u32 round_bit = 0x1000u;
+        r.bits = (u16)(((man & round_bit) != 0 && (man & (3 * round_bit - 1)) != 0) ? v + 1 : v);
+        return r;
+    }
+};
+
+// ----------------------------------------------------------------- what is folded
+
+enum { RED_SUM = 0, RED_MEAN = 1, RED_MAX = 2, RED_MIN = 3 };
+
+// What a sum accumulates in: double for floating types, a wrapping 64-bit
+// integer for integers and bool (written out as int64).
+template <typename T> struct SumAcc {
+    typedef unsigned long long A;
+    static const bool floating = false;
+};
+#define DLB_FLOAT_ACC(T)                    \
+    template <> struct SumAcc<T> {          \
+        typedef double A;                   \
+        static const bool floating = true;  \
+    };
+DLB_FLOAT_ACC(f16)
+DLB_FLOAT_ACC(bf16)
+DLB_FLOAT_ACC(float)
+DLB_FLOAT_ACC(double)
+#undef DLB_FLOAT_ACC
+
+// A fold: none() is the empty value, take() adds the element at index k (a
+// thread takes its elements in increasing k), combine() merges two folds of
+// disjoint elements in any order; save/restore move a piece's result through
+// the partials buffer (8 bytes per piece).
+template <typename T> struct SumFold {
+    typedef typename SumAcc<T>::A A;
+    struct V { A s; };
+    static __device__ __forceinline__ V none() { V v; v.s = 0; return v; }
+    static __device__ __forceinline__ V take(V v, T x, i64) { v.s += (A)Tr<T>::load(x); return v; }
+    static __device__ __forceinline__ V combine(V a, V b) { a.s += b.s; return a; }
+    static __device__ __forceinline__ void save(void* partial, i64 at, V v) { ((A*)partial)[at] = v.s; }
+    static __device__ __forceinline__ V restore(const void* partial, i64 at, const T*, i64) {
+        V v;
+        v.s = ((const A*)partial)[at];
+        return v;
+    }
+};
+
+// The largest (MAX) or smallest value and its index. A NaN beats every
+// number; between equals (two NaNs, or -0.0 and 0.0) the first index wins.
+template <bool MAX, typename T> struct ExtremeFold {
+    typedef typename Tr<T>::C C;
+    struct V { C v; i64 i; };   // i < 0: no element yet
+    static __device__ __forceinline__ bool nan(C x) { return x != x; }
+    static __device__ __forceinline__ bool beats(C x, C y) { return MAX ? x > y : x < y; }
+    static __device__ __forceinline__ V none() { V r; r.v = (C)0; r.i = -1; return r; }
+    static __device__ __forceinline__ V take(V v, T x, i64 k) {
+        const C c = Tr<T>::load(x);
+        if (v.i < 0 || (!nan(v.v) && (nan(c) || beats(c, v.v)))) {
+            v.v = c;
+            v.i = k;
+        }
+        return v;
+    }
+    static __device__ __forceinline__ V combine(V a, V b) {
+        if (a.i < 0) return b;
+        if (b.i < 0) return a;
+        const bool an = nan(a.v), bn = nan(b.v);
+        if (an != bn) return an ? a : b;
+        if (!an) {
+            if (beats(a.v, b.v)) return a;
+            if (beats(b.v, a.v)) return b;
+        }
+        return a.i < b.i ? a : b;
+    }
+    static __device__ __forceinline__ void save(void* partial, i64 at, V v) { ((i64*)partial)[at] = v.i; }
+    static __device__ __forceinline__ V restore(const void* partial, i64 at, const T* row, i64 stride) {
+        V v;
+        v.i = ((const i64*)partial)[at];
+        v.v = Tr<T>::load(row[v.i * stride]);
+        return v;
+    }
+};
+template <typename T> using MaxFold = ExtremeFold<true, T>;
+template <typename T> using MinFold = ExtremeFold<false, T>;
+
+// ----------------------------------------------------------------- the kernels
+
+// Must match `struct Rows` in src/cuda/kernels.rs.
+struct Rows {
+    i64 rows;         // outputs: one run each
+    i64 run;          // elements per run (the product of the reduced sizes)
+    i64 elem_stride;  // elements between neighbours in a run
+    i64 splits;       // pieces per run; more than one leaves partials
+    i64 chunk;        // elements per piece (the last piece may be shorter)
+};
+
+// The fold of every thread's v, valid in thread 0. blockDim.x is a power of
+// two, at most 256 (the runtime launches 256 threads).
+template <typename F>
+__device__ typename F::V block_fold(typename F::V v) {
+    __shared__ typename F::V shared[256];
+    const unsigned t = threadIdx.x;
+    __syncthreads();  // the previous call's reads of shared[0] are done
+    shared[t] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) shared[t] = F::combine(shared[t], shared[t + s]);
+        __syncthreads();
+    }
+    return t == 0 ? shared[0] : v;
+}
+
+// Writes output r from the fold of its whole run (row: the run's first element).
+template <int OP, typename F, typename T, typename O>
+__device__ __forceinline__ void finish(typename F::V v, const T* row, const Rows& g, i64 r, O* out, i64* idx) {
+    if constexpr (OP == RED_SUM) {
+        if constexpr (SumAcc<T>::floating) out[r] = FromDouble<O>::go(v.s);
+        else out[r] = (O)(long long)v.s;
+    } else if constexpr (OP == RED_MEAN) {
+        // The sum rounded to the dtype, then divided (cpu/reduce.rs's mean()).
+        const O total = FromDouble<O>::go(v.s);
+        out[r] = FromDouble<O>::go((double)Tr<O>::load(total) / (double)g.run);
+    } else {
+        if (v.i < 0) return;  // an empty run: the host never asks for one
+        out[r] = row[v.i * g.elem_stride];
+        if (idx) idx[r] = v.i;
     }
 }
 
-#define DLB_SUM(tag, T, A)                                                                      \
-    extern "C" __global__ void dlb_sum_partial_##tag(const T* in, i64 n, A* partial, int wide) { \
-        sum_partial<T, A>(in, n, partial, wide);                                                \
-    }
-
-DLB_SUM(b8, b8, long long)
-DLB_SUM(u8, u8, long long)
-DLB_SUM(i8, i8, long long)
-DLB_SUM(i16, i16, long long)
-DLB_SUM(i32, i32, long long)
-DLB_SUM(i64, i64, long long)
-DLB_SUM(u16, u16, long long)
-DLB_SUM(u32, u32, long long)
-DLB_SUM(u64, u64, long long)
-DLB_SUM(f16, f16, double)
-DLB_SUM(bf16, bf16, double)
-DLB_SUM(f32, float, double)
-DLB_SUM(f64, double, double)
-
-// Integer sums are int64; floating sums and means keep the input's dtype.
-extern "C" __global__ void dlb_sum_final_i64(const long long* partial, i64 m, i64* out, double scale) {
-    sum_final<long long, i64>(partial, m, out, scale);
+template <typename T>
+__device__ __forceinline__ const T* run_start(const T* in, const Indexer& kept, i64 r) {
+    i64 off[1];
+    offsets<1>(kept, r, off);
+    return in + off[0];
 }
-#define DLB_FINAL(tag, O)                                                                        \
-    extern "C" __global__ void dlb_sum_final_##tag(const double* partial, i64 m, O* out, double scale) { \
-        sum_final<double, O>(partial, m, out, scale);                                            \
+
+// One block per piece (tile = run * splits + piece), threads along the run.
+template <int OP, typename F, typename T, typename O>
+__device__ void reduce_block(const T* in, const Indexer& kept, const Rows& g, O* out, i64* idx, void* partial,
+                             int wide) {
+    const i64 tiles = g.rows * g.splits;
+    for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const i64 r = tile / g.splits, piece = tile - r * g.splits;
+        const T* row = run_start(in, kept, r);
+        const i64 begin = piece * g.chunk;
+        const i64 end = begin + g.chunk < g.run ? begin + g.chunk : g.run;
+        typename F::V v = F::none();
+        i64 k = begin + threadIdx.x;
+        if (wide && g.elem_stride == 1 && ((u64)(const void*)(row + begin) & 15) == 0 && end > begin) {
+            const int V = 16 / sizeof(T);
+            const i64 packs = (end - begin) / V;
+            const Pack<T>* p = reinterpret_cast<const Pack<T>*>(row + begin);
+            for (i64 q = threadIdx.x; q < packs; q += blockDim.x) {
+                const Pack<T> x = p[q];
+                #pragma unroll
+                for (int j = 0; j < V; ++j) v = F::take(v, x.v[j], begin + q * V + j);
+            }
+            k = begin + packs * V + threadIdx.x;
+        }
+        for (; k < end; k += blockDim.x) v = F::take(v, row[k * g.elem_stride], k);
+        v = block_fold<F>(v);
+        if (threadIdx.x == 0) {
+            if (g.splits == 1) finish<OP, F>(v, row, g, r, out, idx);
+            else F::save(partial, tile, v);
+        }
     }
-DLB_FINAL(f16, f16)
-DLB_FINAL(bf16, bf16)
-DLB_FINAL(f32, float)
-DLB_FINAL(f64, double)
+}
+
+// One thread per piece; pieces of neighbouring runs go to neighbouring
+// threads (tile = piece * rows + run), so a reduction over a leading
+// dimension reads memory in order.
+template <int OP, typename F, typename T, typename O>
+__device__ void reduce_thread(const T* in, const Indexer& kept, const Rows& g, O* out, i64* idx, void* partial) {
+    const i64 tiles = g.rows * g.splits;
+    for (i64 tile = global_thread(); tile < tiles; tile += grid_threads()) {
+        const i64 piece = tile / g.rows, r = tile - piece * g.rows;
+        const T* row = run_start(in, kept, r);
+        const i64 begin = piece * g.chunk;
+        const i64 end = begin + g.chunk < g.run ? begin + g.chunk : g.run;
+        typename F::V v = F::none();
+        for (i64 k = begin; k < end; ++k) v = F::take(v, row[k * g.elem_stride], k);
+        if (g.splits == 1) finish<OP, F>(v, row, g, r, out, idx);
+        else F::save(partial, r * g.splits + piece, v);
+    }
+}
+
+// One block per run: folds the run's `splits` partials and writes the output.
+template <int OP, typename F, typename T, typename O>
+__device__ void reduce_final(const T* in, const Indexer& kept, const Rows& g, const void* partial, O* out,
+                             i64* idx) {
+    for (i64 r = blockIdx.x; r < g.rows; r += gridDim.x) {
+        const T* row = run_start(in, kept, r);
+        typename F::V v = F::none();
+        for (i64 p = threadIdx.x; p < g.splits; p += blockDim.x)
+            v = F::combine(v, F::restore(partial, r * g.splits + p, row, g.elem_stride));
+        v = block_fold<F>(v);
+        if (threadIdx.x == 0) finish<OP, F>(v, row, g, r, out, idx);
+    }
+}
+
+#define DLB_REDUCE(opname, OP, F, tag, T, O)                                                            \
+    extern "C" __global__ void dlb_reduce_block_##opname##_##tag(                                       \
+        const T* in, Indexer kept, Rows g, O* out, i64* idx, void* partial, int wide) {                 \
+        reduce_block<OP, F, T, O>(in, kept, g, out, idx, partial, wide);                                \
+    }                                                                                                   \
+    extern "C" __global__ void dlb_reduce_thread_##opname##_##tag(                                      \
+        const T* in, Indexer kept, Rows g, O* out, i64* idx, void* partial) {                           \
+        reduce_thread<OP, F, T, O>(in, kept, g, out, idx, partial);                                     \
+    }                                                                                                   \
+    extern "C" __global__ void dlb_reduce_final_##opname##_##tag(                                       \
+        const T* in, Indexer kept, Rows g, const void* partial, O* out, i64* idx) {                     \
+        reduce_final<OP, F, T, O>(in, kept, g, partial, out, idx);                                      \
+    }
+
+#define DLB_SUM_PARTIAL(tag, T)                                                                         \
+    extern "C" __global__ void dlb_sum_partial_##tag(const T* in, i64 n, SumAcc<T>::A* partial, int wide) { \
+        sum_partial<T, SumAcc<T>::A>(in, n, partial, wide);                                             \
+    }
+
+// Integers and bool: sums are int64; max and min keep the dtype.
+#define DLB_REDUCE_INT(tag, T)                                                                          \
+    DLB_SUM_PARTIAL(tag, T)                                                                             \
+    DLB_REDUCE(sum, RED_SUM, SumFold<T>, tag, T, i64)                                                   \
+    DLB_REDUCE(max, RED_MAX, MaxFold<T>, tag, T, T)                                                     \
+    DLB_REDUCE(min, RED_MIN, MinFold<T>, tag, T, T)
+// Floating types: every reduction keeps the dtype.
+#define DLB_REDUCE_FLOAT(tag, T)                                                                        \
+    DLB_SUM_PARTIAL(tag, T)                                                                             \
+    DLB_REDUCE(sum, RED_SUM, SumFold<T>, tag, T, T)                                                     \
+    DLB_REDUCE(mean, RED_MEAN, SumFold<T>, tag, T, T)                                                   \
+    DLB_REDUCE(max, RED_MAX, MaxFold<T>, tag, T, T)                                                     \
+    DLB_REDUCE(min, RED_MIN, MinFold<T>, tag, T, T)
+
+#if DLB_WANT(b8)
+DLB_REDUCE_INT(b8, b8)
+#endif
+#if DLB_WANT(u8)
+DLB_REDUCE_INT(u8, u8)
+#endif
+#if DLB_WANT(i8)
+DLB_REDUCE_INT(i8, i8)
+#endif
+#if DLB_WANT(i16)
+DLB_REDUCE_INT(i16, i16)
+#endif
+#if DLB_WANT(i32)
+DLB_REDUCE_INT(i32, i32)
+#endif
+#if DLB_WANT(i64)
+DLB_REDUCE_INT(i64, i64)
+#endif
+#if DLB_WANT(u16)
+DLB_REDUCE_INT(u16, u16)
+#endif
+#if DLB_WANT(u32)
+DLB_REDUCE_INT(u32, u32)
+#endif
+#if DLB_WANT(u64)
+DLB_REDUCE_INT(u64, u64)
+#endif
+#if DLB_WANT(f16)
+DLB_REDUCE_FLOAT(f16, f16)
+#endif
+#if DLB_WANT(bf16)
+DLB_REDUCE_FLOAT(bf16, bf16)
+#endif
+#if DLB_WANT(f32)
+DLB_REDUCE_FLOAT(f32, float)
+#endif
+#if DLB_WANT(f64)
+DLB_REDUCE_FLOAT(f64, double)
+#endif

@@ -10,15 +10,6 @@ use crate::{Device, DeviceKind, Result, Scalar, Tensor};
 /// NVIDIA GPUs, through the driver API (cudarc, loaded at run time).
 pub struct Cuda;
 
-/// PyTorch's wording for an op that has no CUDA kernel in dlbridge yet.
-fn not_yet(what: &str, t: &Tensor) -> crate::Error {
-    crate::err!(
-        NotImplemented,
-        "\"{what}_cuda\" not implemented for '{}'",
-        t.dtype().scalar_type_name()
-    )
-}
-
 impl Backend for Cuda {
     fn allocate(&self, device: Device, bytes: usize, zeroed: bool) -> Result<Storage> {
         memory::new_storage(device, bytes, zeroed)
@@ -33,15 +24,12 @@ impl Backend for Cuda {
     }
 
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
-        if op == BinaryOp::Pow {
-            return Err(not_yet("pow", out));
-        }
         kernels::binary(out, lhs, rhs, op)
     }
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
         match op {
-            UnaryOp::Abs => Err(not_yet("abs", src)),
+            UnaryOp::Abs => kernels::abs(out, src),
             // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
             UnaryOp::Neg => kernels::binary(
                 out,
@@ -55,8 +43,8 @@ impl Backend for Cuda {
         }
     }
 
-    fn compare(&self, out: &Tensor, _lhs: &Tensor, _rhs: Rhs, op: CompareOp) -> Result<()> {
-        Err(not_yet(op.name(), out))
+    fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {
+        kernels::compare(out, lhs, rhs, op)
     }
 
     fn reduce(
@@ -67,15 +55,7 @@ impl Backend for Cuda {
         out: &Tensor,
         indices: Option<&Tensor>,
     ) -> Result<()> {
-        let scale = match op {
-            ReduceOp::Sum => 1.0,
-            ReduceOp::Mean => 1.0 / src.numel() as f64,
-            ReduceOp::Max | ReduceOp::Min => return Err(not_yet("max", src)),
-        };
-        if dims.len() < src.ndim() || indices.is_some() {
-            return Err(not_yet("sum", src));
-        }
-        kernels::sum(&src.contiguous()?, out, scale)
+        kernels::reduce(src, dims, op, out, indices)
     }
 
     fn random(&self, dst: &Tensor) -> Result<()> {

@@ -44,12 +44,17 @@ pub const FILES: &[KernelFile] = &[
     KernelFile {
         name: "reduce.cu",
         source: include_str!("../../kernels/reduce.cu"),
-        per_dtype: false,
+        per_dtype: true,
     },
     KernelFile {
         name: "random.cu",
         source: include_str!("../../kernels/random.cu"),
         per_dtype: false,
+    },
+    KernelFile {
+        name: "compare.cu",
+        source: include_str!("../../kernels/compare.cu"),
+        per_dtype: true,
     },
 ];
 

@@ -11,6 +11,8 @@
 #pragma once
 #define DLB_HOST_EMULATION 1
 
+#include <math.h>  // powf and pow, which NVRTC declares itself
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -40,6 +42,18 @@ inline float __uint_as_float(unsigned u) {
 inline unsigned __float_as_uint(float f) {
     unsigned u;
     __builtin_memcpy(&u, &f, 4);
+    return u;
+}
+
+inline double __longlong_as_double(long long u) {
+    double d;
+    __builtin_memcpy(&d, &u, 8);
+    return d;
+}
+
+inline long long __double_as_longlong(double d) {
+    long long u;
+    __builtin_memcpy(&u, &d, 8);
     return u;
 }
 

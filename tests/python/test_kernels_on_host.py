@@ -1,7 +1,8 @@
 """kernels/*.cu compiled for the CPU (tests/kernels/host_emulation.h) and
 checked against NumPy: arithmetic and its wrap-around, bool rules, every cast
 pair, 16-byte and scalar paths and their tails, strided and broadcast
-indexing, fills, sums and rand. This needs no GPU; the same sources also go
+indexing, fills, pow, comparisons, abs, reductions over any dims through each
+kernel path, and rand. This needs no GPU; the same sources also go
 through NVRTC in test_cuda_nogpu.py, and run on a real device in
 gpu/test_kernels.py.
 
@@ -98,6 +99,9 @@ def lib(tmp_path_factory):
 
 def ptr(a):
     return ctypes.c_void_p(a.ctypes.data)
+
+
+NULL = ctypes.c_void_p(0)
 
 
 def run(lib, name, args, grid=(1, 1)):
@@ -302,28 +306,38 @@ def test_copy_strided_and_fill(lib, width, dt):
     np.testing.assert_array_equal(grid, want)
 
 
+class Rows(ctypes.Structure):
+    """struct Rows of kernels/reduce.cu (src/cuda/kernels.rs fills it)."""
+    _fields_ = [("rows", ctypes.c_int64), ("run", ctypes.c_int64), ("elem_stride", ctypes.c_int64),
+                ("splits", ctypes.c_int64), ("chunk", ctypes.c_int64)]
+
+
+
 @pytest.mark.parametrize("tag", list(TAGS))
 @pytest.mark.parametrize("n", [0, 1, 13, 4099])
 def test_sum_and_mean(lib, tag, n):
+    """The full sum of a contiguous tensor: dlb_sum_partial_* (a share per block), then
+    dlb_reduce_final_* folds the partials and rounds (a mean: the sum rounded to the
+    dtype, then divided by n, as cpu/reduce.rs does)."""
     rng = np.random.default_rng(n)
     x = random_array(tag, n, rng, low=0 if tag not in FLOATS else -4, high=100 if tag not in FLOATS else 4)
     floating = tag in FLOATS
-    acc = np.float64 if floating else np.int64
     blocks = 5
-    partial = np.full(blocks, 999, dtype=acc)
+    partial = np.full(blocks, 999, dtype=np.int64)  # 8-byte slots: float64 or int64 sums
     for wide in (0, 1):
         run(lib["reduce"], f"dlb_sum_partial_{tag}", [ptr(x), ctypes.c_int64(n), ptr(partial), ctypes.c_int(wide)],
             grid=(blocks, 1))
-        out_tag = tag if floating else "i64"
-        out = np.zeros(1, dtype=TAGS[out_tag])
-        scale = 1.0 / n if floating and n else 1.0
-        run(lib["reduce"], f"dlb_sum_final_{out_tag}",
-            [ptr(partial), ctypes.c_int64(blocks), ptr(out), ctypes.c_double(scale)])
-        exact = x.astype(np.float64).sum() * scale if floating else x.astype(np.int64).sum()
-        if floating:
-            np.testing.assert_allclose(out.astype(np.float64)[0], np.float64(TAGS[tag](exact)), rtol=1e-2 if tag in ("f16", "bf16") else 1e-6)
-        else:
-            assert out[0] == exact
+        for op in ("sum", "mean") if floating else ("sum",):
+            out = np.zeros(1, dtype=TAGS[tag] if floating else np.int64)
+            g = Rows(1, n, 1, blocks, -(-n // blocks))
+            run(lib["reduce"], f"dlb_reduce_final_{op}_{tag}", [ptr(x), indexer(()), g, ptr(partial), ptr(out), NULL])
+            if not floating:
+                assert out[0] == x.astype(np.int64).sum()
+                continue
+            total = cpu_round(x.astype(np.float64).sum(), tag)
+            want = total if op == "sum" else cpu_round(np.float64(total) / n if n else np.nan, tag)
+            np.testing.assert_allclose(out.astype(np.float64)[0], np.float64(want),
+                                       rtol=1e-2 if tag in ("f16", "bf16") else 1e-6)
 
 
 @pytest.mark.parametrize("tag", FLOATS)
@@ -361,3 +375,549 @@ def test_float_to_integer_casts_wrap_through_int64_like_the_cpu_backend(lib, src
     np.testing.assert_array_equal(out, want)
     cpu = db.from_numpy(v).to(getattr(db, np.dtype(TAGS[dst]).name)).numpy()
     np.testing.assert_array_equal(out, cpu)
+
+
+# =========================================================================== pow, comparisons, abs, reductions
+# The CUDA backend promises the CPU backend's semantics for these, bit for bit where the
+# arithmetic allows: references are NumPy (integers exactly, with Python's big integers for
+# wrapping powers), the C library's powf/pow (which the CPU backend's Rust calls too) and,
+# for rounding a float64 result to a dtype, dlbridge's own CPU cast (the `half` crate's
+# conversions, which the reduction kernels mirror).
+
+LIBM = ctypes.CDLL("libm.so.6")
+LIBM.powf.restype, LIBM.powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+LIBM.pow.restype, LIBM.pow.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+SIGNED = ["i8", "i16", "i32", "i64"]
+
+
+def db_name(tag):
+    return np.dtype(TAGS[tag]).name
+
+
+def cpu_round(values, tag):
+    """float64 values rounded to dtype `tag` by dlbridge's CPU backend."""
+    import dlbridge as db
+
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    out = db.from_numpy(np.ascontiguousarray(v)).to(getattr(db, db_name(tag))).numpy()
+    return out.reshape(np.shape(values))
+
+
+def bits(a):
+    """The raw bits of an array (floats compared exactly, sign of zero and NaN included)."""
+    a = np.ascontiguousarray(a)
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
+
+
+def special_values(tag):
+    """Edge values of a dtype: extremes, zero, one, minus one, and for floats ±0, ±inf, NaN."""
+    dt = TAGS[tag]
+    if tag == "b8":
+        return np.array([False, True], dtype=dt)
+    if tag in FLOATS:
+        with np.errstate(over="ignore"):
+            return np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, 10.0, np.inf, -np.inf, np.nan,
+                             -np.nan, 1e-3, 65504.0, 1e30], dtype=np.float64).astype(dt)
+    info = np.iinfo(dt)
+    vals = [0, 1, 2, 3, info.max, info.max - 1, 7, 100]
+    if info.min < 0:
+        vals += [-1, -2, -3, info.min, info.min + 1, -100]
+    return np.array(vals, dtype=dt)
+
+
+# --------------------------------------------------------------------------- pow
+
+
+def int_pow(base, exp, tag):
+    """PyTorch's integer power (cpu/arith.rs's int_pow!): wrapping; a negative exponent gives
+    1 for base 1, +-1 for base -1 and 0 otherwise."""
+    dt = TAGS[tag]
+    bits_ = 8 * np.dtype(dt).itemsize
+    out = []
+    for b, e in zip(np.asarray(base).tolist(), np.asarray(exp).tolist()):
+        if e < 0:
+            r = 1 if b == 1 else ((1 if e % 2 == 0 else -1) if b == -1 else 0)
+        else:
+            r = pow(b, e, 2**bits_)
+        out.append(r % 2**bits_)
+    return np.array(out, dtype=np.uint64).astype(dt)
+
+
+def float_pow(base, exp, tag):
+    """x ** y in the compute type (float32 for float16/bfloat16) with the C library's powf/pow,
+    rounded once to the dtype."""
+    f, c = (LIBM.pow, np.float64) if tag == "f64" else (LIBM.powf, np.float32)
+    b, e = np.broadcast_arrays(np.asarray(base).astype(c), np.asarray(exp).astype(c))
+    r = np.array([f(float(x), float(y)) for x, y in zip(b.ravel(), e.ravel())], dtype=c).reshape(b.shape)
+    with np.errstate(over="ignore"):  # float32 results beyond float16's range become inf
+        return r.astype(TAGS[tag])
+
+
+def pow_reference(tag, base, exp):
+    if tag == "b8":
+        return np.asarray(base) | ~np.asarray(exp)
+    if tag in FLOATS:
+        return float_pow(base, exp, tag)
+    b, e = np.broadcast_arrays(np.asarray(base), np.asarray(exp))
+    return int_pow(b.ravel(), e.ravel(), tag).reshape(b.shape)
+
+
+def pow_operands(tag, rng):
+    """Every pair of special values, then random ones: negative exponents, bases +-1 and 0,
+    powers that wrap, NaN, infinities, negative bases with fractional exponents."""
+    sv = special_values(tag)
+    a, b = (x.ravel() for x in np.meshgrid(sv, sv))
+    if tag in FLOATS:
+        ra = random_array(tag, 200, rng, low=-8, high=8)
+        rb = random_array(tag, 200, rng, low=-4, high=4)
+        rb[::3] = np.round(rb[::3].astype(np.float64))  # integral exponents of negative bases
+    elif tag == "b8":
+        ra, rb = random_array(tag, 16, rng), random_array(tag, 16, rng)
+    else:
+        low = -5 if tag in SIGNED else 0
+        ra = random_array(tag, 200, rng, low=low, high=7)
+        rb = random_array(tag, 200, rng, low=-3 if tag in SIGNED else 0, high=70)
+    return np.concatenate([a, ra]).astype(TAGS[tag]), np.concatenate([b, rb]).astype(TAGS[tag])
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_pow_tensors_and_scalars_on_both_sides(lib, tag):
+    rng = np.random.default_rng(len(tag))
+    a, b = pow_operands(tag, rng)
+    n = a.size
+    scalars = {"b8": [True, False], "f16": [2.0, 0.5, -1.5, 0.1], "bf16": [2.0, 0.5, -1.5, 0.1],
+               "f32": [2.0, 0.5, -1.5, 0.1], "f64": [2.0, 0.5, -1.5, 0.1]}.get(tag, [0, 1, 2, 3, 13, 64])
+    if tag in SIGNED:
+        scalars = scalars + [-1, -2]
+    for wide in (0, 1):
+        out = np.full(n, 123, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+            [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(n), ctypes.c_int(wide)],
+            grid=(2, 3))
+        assert_same(out, pow_reference(tag, a, b))
+        for s in scalars:
+            # The number travels in the compute type: float16/bfloat16 get it unrounded.
+            sv = np.float32(s) if tag in ("f16", "bf16") else np.array(s).astype(TAGS[tag])
+            for mode, want in ((1, pow_reference(tag, a, np.full(n, sv))), (2, pow_reference(tag, np.full(n, sv), a))):
+                out = np.full(n, 123, dtype=TAGS[tag])
+                run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+                    [ptr(out), ptr(a), ptr(a), scalar_arg(tag, s), ctypes.c_int(mode), ctypes.c_int64(n),
+                     ctypes.c_int(wide)])
+                assert_same(out, want)
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_pow_strided_and_broadcast(lib, tag):
+    rng = np.random.default_rng(7)
+    a, b = pow_operands(tag, rng)
+    base = a[:12].reshape(3, 4)[:, ::2]  # (3, 2) strided
+    exp = b[-2:]  # (2,) broadcast over rows
+    grid = np.full((3, 6), 55, dtype=TAGS[tag])
+    out = grid[:, ::3]  # (3, 2) strided destination
+    ix = indexer((3, 2), estrides(out), estrides(base), [0, 1])
+    run(lib["elementwise"], f"dlb_pow_strided_{tag}",
+        [ptr(out), ptr(base), ptr(exp), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(6), ix], grid=(2, 2))
+    assert_same(out, pow_reference(tag, base, np.broadcast_to(exp, (3, 2))))
+    keep = np.full((3, 6), 55, dtype=TAGS[tag])
+    keep[:, ::3] = out
+    assert_same(grid, keep)
+
+
+@pytest.mark.parametrize("tag", FLOATS)
+def test_float_pow_is_close_to_numpy_and_torch(lib, tag):
+    """An independent check of the float reference: NumPy (and torch, on its dtypes) agree
+    within a few units in the last place."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    a = random_array(tag, 300, rng, low=0.1, high=8)
+    b = random_array(tag, 300, rng, low=-3, high=3)
+    out = np.zeros_like(a)
+    run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+        [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(1)])
+    eps = {"f16": 2.0**-10, "bf16": 2.0**-7, "f32": 2.0**-23, "f64": 2.0**-52}[tag]
+    wide_ref = np.power(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), wide_ref, rtol=4 * eps)
+    tt = torch.from_numpy(a.astype(np.float32 if tag != "f64" else np.float64))
+    te = torch.from_numpy(b.astype(np.float32 if tag != "f64" else np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), torch.pow(tt, te).double().numpy(), rtol=4 * eps)
+
+
+def test_integer_pow_matches_torch_where_torch_has_the_dtype(lib):
+    import torch
+
+    for tag in ["u8"] + SIGNED:
+        rng = np.random.default_rng(11)
+        a, b = pow_operands(tag, rng)
+        out = np.zeros_like(a)
+        run(lib["elementwise"], f"dlb_pow_contig_{tag}",
+            [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)])
+        want = torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        np.testing.assert_array_equal(out, want, err_msg=tag)
+
+
+# --------------------------------------------------------------------------- comparisons
+
+COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+
+
+def compare_reference(op, x, y):
+    """IEEE comparisons on exact float64 (or integer) values."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind == "f" or x.dtype == ml_dtypes.bfloat16:
+        x, y = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return COMPARISONS[op](x, y)
+
+
+@pytest.mark.parametrize("op", list(COMPARISONS))
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_comparisons_contiguous_with_tensors_and_scalars(lib, tag, op):
+    sv = special_values(tag)
+    a, b = (x.ravel() for x in np.meshgrid(sv, sv))  # every pair, NaN with NaN included
+    rng = np.random.default_rng(len(op))
+    ra = random_array(tag, 100, rng)
+    a, b = np.concatenate([a, ra]), np.concatenate([b, ra[::-1]])
+    n = a.size
+    out = np.full(n + 4, 7, dtype=np.uint8)  # bool storage: one byte each, poisoned
+    run(lib["compare"], f"dlb_{op}_contig_{tag}",
+        [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(n)], grid=(2, 3))
+    np.testing.assert_array_equal(out[:n], compare_reference(op, a, b).astype(np.uint8))
+    assert (out[n:] == 7).all()
+    for s in sv:  # the scalar was rounded to the dtype by the host
+        for mode, want in ((1, compare_reference(op, a, np.full(n, s))), (2, compare_reference(op, np.full(n, s), a))):
+            out = np.full(n, 7, dtype=np.uint8)
+            run(lib["compare"], f"dlb_{op}_contig_{tag}",
+                [ptr(out), ptr(a), ptr(a), scalar_arg(tag, s.item() if tag != "bf16" else float(s)),
+                 ctypes.c_int(mode), ctypes.c_int64(n)])
+            np.testing.assert_array_equal(out, want.astype(np.uint8), err_msg=f"{s} mode {mode}")
+    empty = np.full(2, 7, dtype=np.uint8)
+    run(lib["compare"], f"dlb_{op}_contig_{tag}",
+        [ptr(empty), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(0)])
+    assert (empty == 7).all()
+
+
+@pytest.mark.parametrize("tag", ["b8", "u8", "i32", "u64", "f16", "bf16", "f64"])
+def test_comparisons_strided_and_broadcast(lib, tag):
+    rng = np.random.default_rng(9)
+    sv = special_values(tag)
+    col = sv.reshape(-1, 1)  # broadcast along columns
+    row = np.ascontiguousarray(np.concatenate([sv, random_array(tag, 3, rng)])[::-1])
+    shape = (col.shape[0], row.shape[0])
+    for op in COMPARISONS:
+        out = np.full(shape, 7, dtype=np.uint8)
+        ix = indexer(shape, estrides(out), [estrides(col)[0], 0], [0, 1])
+        run(lib["compare"], f"dlb_{op}_strided_{tag}",
+            [ptr(out), ptr(col), ptr(row), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(out.size), ix],
+            grid=(2, 2))
+        np.testing.assert_array_equal(out, compare_reference(op, np.broadcast_to(col, shape),
+                                                             np.broadcast_to(row, shape)).astype(np.uint8))
+        t = np.ascontiguousarray(np.broadcast_to(col, shape)).T  # a transposed input, number on the left
+        out = np.full(t.shape, 7, dtype=np.uint8)
+        ix = indexer(t.shape, estrides(out), estrides(t), [0, 0])
+        run(lib["compare"], f"dlb_{op}_strided_{tag}",
+            [ptr(out), ptr(t), NULL, scalar_arg(tag, sv[1].item() if tag != "bf16" else float(sv[1])),
+             ctypes.c_int(2), ctypes.c_int64(out.size), ix])
+        np.testing.assert_array_equal(out, compare_reference(op, np.full(t.shape, sv[1]), t).astype(np.uint8))
+
+
+# --------------------------------------------------------------------------- abs
+
+
+def abs_reference(x, tag):
+    if tag in FLOATS:
+        sign = {2: 0x8000, 4: 0x80000000, 8: 0x8000000000000000}[x.itemsize]
+        return (bits(x) & ~np.array(sign, dtype=bits(x).dtype)).view(x.dtype)
+    if tag in SIGNED:
+        return np.abs(x)  # NumPy wraps too: abs(-128) is -128 in int8
+    return x
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_abs_wraps_integers_and_clears_the_float_sign_bit(lib, tag):
+    rng = np.random.default_rng(2)
+    x = np.concatenate([special_values(tag), random_array(tag, 50, rng)])
+    for src in (x, x[::2], x.reshape(-1)[1:]):  # contiguous, strided, offset
+        out = np.full(src.size, 99, dtype=TAGS[tag])
+        ix = indexer((src.size,), [1], estrides(src))
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(src), ctypes.c_int64(src.size), ix], grid=(2, 2))
+        np.testing.assert_array_equal(bits(out), bits(abs_reference(np.ascontiguousarray(src), tag)))
+    if tag in SIGNED:
+        lowest = np.array([np.iinfo(TAGS[tag]).min], dtype=TAGS[tag])
+        out = np.zeros(1, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(lowest), ctypes.c_int64(1), indexer((1,), [1], [1])])
+        assert out[0] == lowest[0]
+    if tag in FLOATS:  # -0.0 and a negative NaN lose their sign
+        neg = np.array([-0.0, -np.inf], dtype=np.float64).astype(TAGS[tag])
+        nan = bits(np.array([np.nan], dtype=np.float64).astype(TAGS[tag]))
+        nan |= np.array({2: 0x8000, 4: 0x80000000, 8: 0x8000000000000000}[nan.itemsize], dtype=nan.dtype)
+        src = np.concatenate([neg, nan.view(TAGS[tag])])
+        out = np.zeros(3, dtype=TAGS[tag])
+        run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(src), ctypes.c_int64(3), indexer((3,), [1], [1])])
+        f = out.astype(np.float64)
+        assert f[0] == 0 and not np.signbit(f[0]) and f[1] == np.inf and np.isnan(f[2]) and not np.signbit(f[2])
+
+
+def test_abs_of_a_transposed_matrix(lib):
+    x = (np.arange(-12, 12, dtype=np.int16) * 1000).reshape(4, 6)
+    t = x.T
+    out = np.zeros(t.shape, dtype=np.int16)
+    ix = indexer(t.shape, estrides(out), estrides(t))
+    run(lib["elementwise"], "dlb_abs_i16", [ptr(out), ptr(t), ctypes.c_int64(t.size), ix], grid=(3, 2))
+    np.testing.assert_array_equal(out, np.abs(t))
+
+
+# --------------------------------------------------------------------------- reductions over dims
+
+
+def collapse(shape, strides):
+    """src/cuda/kernels.rs's indexer() for one operand: size-1 dimensions dropped, neighbours
+    contiguous in memory merged. [(size, stride)], outermost first."""
+    dims = []
+    for size, st in reversed(list(zip(shape, strides))):
+        if size == 1:
+            continue
+        if dims and st == dims[-1][1] * dims[-1][0]:
+            dims[-1][0] *= size
+            continue
+        dims.append([size, st])
+    return dims[::-1]
+
+
+def runs_of(x, kept, reduced):
+    """src/cuda/kernels.rs's runs_of: the kept dimensions as an indexer, the reduced ones as
+    one stride, or None when they do not merge."""
+    st = estrides(x)
+    red = collapse([x.shape[d] for d in reduced], [st[d] for d in reduced])
+    if any(x.shape[d] == 0 for d in reduced) or not red:
+        stride = 1
+    elif len(red) == 1:
+        stride = red[0][1]
+    else:
+        return None
+    k = collapse([x.shape[d] for d in kept], [st[d] for d in kept])
+    return indexer([n for n, _ in k], [s for _, s in k]), stride
+
+
+def out_tag(op, tag):
+    return "i64" if op == "sum" and tag not in FLOATS else tag
+
+
+def reduce_on_host(lib, op, tag, x, dims, kernel, splits=1, wide=1):
+    """What src/cuda/kernels.rs's reduce() launches, with `kernel` ('block' or 'thread') and
+    each run cut into about `splits` pieces (dlb_reduce_final_* folds them). Returns the
+    values (shaped like the kept dimensions) and the indices (max and min)."""
+    kept = [d for d in range(x.ndim) if d not in dims]
+    layout = runs_of(x, kept, dims)
+    if layout is None:  # the host copies the input with the reduced dimensions last
+        x = np.ascontiguousarray(x.transpose(kept + dims))
+        k = len(kept)
+        kept, dims = list(range(k)), list(range(k, x.ndim))
+        layout = runs_of(x, kept, dims)
+    ix, stride = layout
+    rows = int(np.prod([x.shape[d] for d in kept]))
+    length = int(np.prod([x.shape[d] for d in dims]))
+    if length:
+        chunk = -(-length // splits)
+        if kernel == "block":
+            chunk = -(-chunk // 16) * 16
+        pieces = -(-length // chunk)
+    else:
+        chunk, pieces = 1, 1
+    out = np.full(rows, 99, dtype=TAGS[out_tag(op, tag)])
+    idx = np.full(rows, -7, dtype=np.int64) if op in ("max", "min") else None
+    pidx = ptr(idx) if idx is not None else NULL
+    partial = np.full(rows * pieces, -1, dtype=np.int64)
+    g = Rows(rows, length, stride, pieces, chunk)
+    if kernel == "block":
+        run(lib["reduce"], f"dlb_reduce_block_{op}_{tag}", [ptr(x), ix, g, ptr(out), pidx, ptr(partial),
+                                                             ctypes.c_int(wide)], grid=(3, 1))
+    else:
+        run(lib["reduce"], f"dlb_reduce_thread_{op}_{tag}", [ptr(x), ix, g, ptr(out), pidx, ptr(partial)],
+            grid=(2, 3))
+    if pieces > 1:
+        run(lib["reduce"], f"dlb_reduce_final_{op}_{tag}", [ptr(x), ix, g, ptr(partial), ptr(out), pidx],
+            grid=(2, 1))
+    shape = [x.shape[d] for d in kept]
+    return out.reshape(shape), None if idx is None else idx.reshape(shape)
+
+
+def reduce_reference(op, tag, x, dims):
+    """cpu/reduce.rs in NumPy: runs in row-major order of the reduced dimensions; sums in
+    float64 (rounded to the dtype as the CPU backend rounds) or wrapping int64; a mean is the
+    rounded sum divided by the count; max/min: the first NaN, else the first extreme."""
+    kept = [d for d in range(x.ndim) if d not in dims]
+    shape = [x.shape[d] for d in kept]
+    length = int(np.prod([x.shape[d] for d in dims]))
+    y = np.ascontiguousarray(x.transpose(kept + dims)).reshape(int(np.prod(shape)), length)
+    if op in ("sum", "mean"):
+        if tag not in FLOATS:
+            return y.astype(np.uint64).sum(axis=1, dtype=np.uint64).view(np.int64).reshape(shape), None
+        total = cpu_round(y.astype(np.float64).sum(axis=1), tag)
+        if op == "sum":
+            return total.reshape(shape), None
+        with np.errstate(invalid="ignore"):
+            return cpu_round(total.astype(np.float64) / length, tag).reshape(shape), None
+    w = y.astype(np.float64) if tag in FLOATS else y
+    nan = np.isnan(w) if tag in FLOATS else np.zeros(w.shape, dtype=bool)
+    at = np.argmax(w, axis=1) if op == "max" else np.argmin(w, axis=1)  # first occurrence
+    at = np.where(nan.any(axis=1), np.argmax(nan, axis=1), at)  # the first NaN wins
+    return y[np.arange(y.shape[0]), at].reshape(shape), at.reshape(shape)
+
+
+def reduce_data(tag, shape, rng):
+    """Values whose float64 sums are exact in any order (multiples of 1/8), with NaN, ties,
+    +-0 and extremes for max/min; integers across their range (sums wrap)."""
+    n = int(np.prod(shape))
+    if tag == "b8":
+        return random_array(tag, n, rng).reshape(shape)
+    if tag in FLOATS:
+        v = np.round(rng.uniform(-64, 64, n) * 8) / 8
+        v[rng.random(n) < 0.2] = 3.0  # ties
+        v[rng.random(n) < 0.05] = 0.0
+        v[rng.random(n) < 0.05] = -0.0
+        return v.astype(TAGS[tag]).reshape(shape)
+    return random_array(tag, n, rng).reshape(shape)
+
+
+def with_nans(x, rng):
+    x = x.copy()
+    flat = x.reshape(-1)
+    flat[rng.random(flat.size) < 0.1] = np.nan
+    return x
+
+
+# (shape, dims): full, over a middle dimension (runs across memory), a leading one, the
+# last, two that do not merge (the host copies first), two that do, everything, 0-d,
+# long runs (16-byte loads and several pieces), runs of nothing.
+REDUCE_CASES = [((13,), [0]), ((3, 5, 4), [1]), ((3, 5, 4), [0]), ((3, 5, 4), [2]), ((3, 5, 4), [0, 2]),
+                ((3, 5, 4), [1, 2]), ((3, 5, 4), [0, 1, 2]), ((), []), ((2, 300), [1]), ((300, 3), [0]),
+                ((2, 1, 37), [1, 2]), ((4, 0, 3), [1])]
+
+
+def views(x):
+    """x itself, and the same values in a non-contiguous layout (every other element of a
+    bigger buffer) and in a transposed one."""
+    out = {"contiguous": x}
+    if x.ndim:
+        buf = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), dtype=x.dtype)
+        buf[..., ::2] = x
+        out["strided"] = buf[..., ::2]
+        t = np.ascontiguousarray(np.moveaxis(x, 0, -1))
+        out["moved"] = np.moveaxis(t, -1, 0)
+    return out
+
+
+def reduce_ops(tag):
+    return ["sum", "mean", "max", "min"] if tag in FLOATS else ["sum", "max", "min"]
+
+
+def same_values(got, want, tag):
+    """Exact: floats bit for bit (the sign of zero included), NaN as NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if tag in FLOATS:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        both_nan = np.isnan(g) & np.isnan(w)
+        np.testing.assert_array_equal(np.where(both_nan, 0, bits(got)), np.where(both_nan, 0, bits(want)))
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("tag,op", [(tag, op) for tag in TAGS for op in reduce_ops(tag)])
+def test_reductions_over_any_dims_with_every_kernel(lib, tag, op):
+    rng = np.random.default_rng([len(tag), len(op)])
+    for shape, dims in REDUCE_CASES:
+        if op in ("max", "min") and any(shape[d] == 0 for d in dims):
+            continue  # refused before the backend (an empty reduced dimension)
+        base = reduce_data(tag, shape, rng)
+        datasets = {"plain": base}
+        if tag in FLOATS and op in ("max", "min"):
+            datasets["nan"] = with_nans(base, rng)
+        for dname, data in datasets.items():
+            want, want_idx = reduce_reference(op, tag, data, dims)
+            for vname, x in views(data).items():
+                for kernel, splits, wide in (("thread", 1, 0), ("thread", 3, 0), ("block", 1, 1), ("block", 1, 0),
+                                             ("block", 4, 1)):
+                    got, idx = reduce_on_host(lib, op, tag, x, dims, kernel, splits, wide)
+                    where = f"{shape} dims={dims} {dname} {vname} {kernel} splits={splits} wide={wide}"
+                    try:
+                        same_values(got, want, tag)
+                        if idx is not None:
+                            np.testing.assert_array_equal(idx, want_idx)
+                    except AssertionError as e:
+                        raise AssertionError(f"{where}: {e}") from None
+
+
+@pytest.mark.parametrize("tag", list(TAGS))
+def test_reductions_match_dlbridges_cpu_backend(lib, tag):
+    """The same reductions through dlbridge's CPU backend, the semantics the CUDA backend
+    promises: sum/mean/amax/amin over dims, and max/min over one dim with indices."""
+    import dlbridge as db
+
+    rng = np.random.default_rng(5)
+    x = reduce_data(tag, (4, 6, 5), rng)
+    if tag in FLOATS:
+        x = with_nans(x, rng)
+    t = db.from_numpy(x)
+    for dims in ([0], [1], [2], [0, 2], [1, 2], [0, 1, 2]):
+        for op in reduce_ops(tag):
+            got, _ = reduce_on_host(lib, op, tag, x, dims, "thread", 2)
+            cpu = {"sum": t.sum, "mean": t.mean, "max": t.amax, "min": t.amin}[op](tuple(dims)).numpy()
+            same_values(got, cpu, out_tag(op, tag))
+        for op in ("max", "min"):
+            if len(dims) == 1:
+                got, idx = reduce_on_host(lib, op, tag, x, dims, "block", 1)
+                r = getattr(t, op)(dims[0])
+                same_values(got, r.values.numpy(), tag)
+                np.testing.assert_array_equal(idx, r.indices.numpy())
+
+
+@pytest.mark.parametrize("tag", ["f16", "bf16", "f32"])
+def test_sums_round_to_the_dtype_as_the_cpu_backend_does(lib, tag):
+    """float64 sums with many significant bits (values of very different magnitudes): the
+    rounding to float16 (through float32) and bfloat16 (the half crate's conversion) is the
+    CPU backend's, bit for bit, for the sum and the mean."""
+    import dlbridge as db
+
+    rng = np.random.default_rng(13)
+    lo = -14 if tag == "f16" else -30
+    n = 3 * 4000
+    v = rng.standard_normal(n) * 2.0 ** rng.integers(lo, 10, n)
+    x = v.astype(TAGS[tag]).reshape(4000, 3)
+    t = db.from_numpy(x)
+    for op in ("sum", "mean"):
+        for kernel in ("thread", "block"):
+            got, _ = reduce_on_host(lib, op, tag, x, [1], kernel)
+            same_values(got, getattr(t, op)(1).numpy(), tag)
+
+
+@pytest.mark.parametrize("tag", ["i64", "u64", "i32", "u8", "b8"])
+def test_integer_sums_wrap_in_int64(lib, tag):
+    dt = TAGS[tag]
+    if tag == "b8":
+        x = np.ones((2, 1000), dtype=dt)
+    else:
+        info = np.iinfo(dt)
+        x = np.array([[info.max] * 7 + [info.min] * 2, [info.max - 3] * 9], dtype=dt)
+    for kernel, splits in (("thread", 1), ("thread", 4), ("block", 1), ("block", 2)):
+        got, _ = reduce_on_host(lib, "sum", tag, x, [1], kernel, splits)
+        want = [sum(int(v) for v in row) for row in x.tolist()]
+        want = np.array([w % 2**64 for w in want], dtype=np.uint64).view(np.int64)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("tag", FLOATS)
+def test_extremes_let_the_first_nan_win_and_the_first_of_equals(lib, tag):
+    nan, neg_zero = np.nan, -0.0
+    rows = np.array([[1.0, nan, 5.0, nan], [-0.0, 0.0, -1.0, -1.0], [2.0, 2.0, 2.0, 2.0], [np.inf, 1.0, nan, -np.inf],
+                     [0.0, neg_zero, 0.0, -5.0]], dtype=np.float64).astype(TAGS[tag])
+    for op, want_idx in (("max", [1, 0, 0, 2, 0]), ("min", [1, 2, 0, 2, 3])):
+        for kernel, splits in (("thread", 1), ("thread", 2), ("thread", 4), ("block", 1), ("block", 2)):
+            got, idx = reduce_on_host(lib, op, tag, rows, [1], kernel, splits)
+            np.testing.assert_array_equal(idx, want_idx, err_msg=f"{op} {kernel} {splits}")
+            same_values(got, rows[np.arange(5), want_idx], tag)
+    # max over [-0.0, 0.0] keeps the first: -0.0
+    got, idx = reduce_on_host(lib, "max", tag, rows[1:2, :2], [1], "thread")
+    assert idx[0] == 0 and np.signbit(got.astype(np.float64)[0])
