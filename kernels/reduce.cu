@@ -228,9 +228,14 @@ __device__ __forceinline__ void finish(typename F::V v, const T* row, const Rows
         if constexpr (SumAcc<T>::floating) out[r] = FromDouble<O>::go(v.s);
         else out[r] = (O)(long long)v.s;
     } else if constexpr (OP == RED_MEAN) {
-        // The sum rounded to the dtype, then divided (cpu/reduce.rs's mean()).
-        const O total = FromDouble<O>::go(v.s);
-        out[r] = FromDouble<O>::go((double)Tr<O>::load(total) / (double)g.run);
+        // The sum in the dtype's compute type (float for float16, bfloat16 and
+        // float32; double for float64), divided there (cpu/reduce.rs's mean()).
+        if constexpr (sizeof(O) <= 4) {
+            const float total = (float)v.s;
+            out[r] = FromDouble<O>::go((double)(total / (float)g.run));
+        } else {
+            out[r] = FromDouble<O>::go(v.s / (double)g.run);
+        }
     } else {
         if (v.i < 0) return;  // an empty run: the host never asks for one
         out[r] = row[v.i * g.elem_stride];

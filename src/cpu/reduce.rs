@@ -96,12 +96,15 @@ fn sum<T: Element>(xs: &[T]) -> Scalar {
     }
 }
 
-/// The sum rounded to `dtype`, divided by the element count.
+/// PyTorch divides in the dtype's compute type: float16 and bfloat16 means
+/// are a float32 sum divided in float32 (so `ones(100000, float16).mean()`
+/// is 1, though the float16 sum is inf).
 fn mean(total: Scalar, dtype: DType, n: usize) -> Scalar {
-    let n = n as f64;
-    match total.rounded_to(dtype) {
-        Scalar::Complex(re, im) => Scalar::Complex(re / n, im / n),
-        s => Scalar::Float(s.as_f64() / n),
+    let compute = dtype.compute_dtype();
+    match total.rounded_to(compute) {
+        Scalar::Complex(re, im) => Scalar::Complex(re / n as f64, im / n as f64),
+        s if compute == DType::F32 => Scalar::Float(f64::from(s.as_f64() as f32 / n as f32)),
+        s => Scalar::Float(s.as_f64() / n as f64),
     }
 }
 

@@ -315,6 +315,15 @@ def test_reduction_errors_match_torch(expr):
         assert same_error(e.value, err), f"{type(e.value).__name__}: {e.value} != {type(err).__name__}: {err}"
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32"])
+def test_half_means_divide_in_float32_as_torch(name):
+    """The float16 sum of 100,000 ones is inf, its mean 1: PyTorch divides in float32."""
+    for data in (db.ones(100000, dtype=getattr(db, name)), db.full((3,), 1 / 3, dtype=getattr(db, name))):
+        ref = torch.from_numpy(data.float().numpy()).to(getattr(torch, name))
+        assert same_tensor(data.mean(), ref.mean()) is None
+        assert same_tensor(data.sum(), ref.sum()) is None
+
+
 def test_nan_wins_the_extremes_as_in_torch():
     data = [[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]]
     t, tt = db.tensor(data), torch.tensor(data)

@@ -317,8 +317,8 @@ class Rows(ctypes.Structure):
 @pytest.mark.parametrize("n", [0, 1, 13, 4099])
 def test_sum_and_mean(lib, tag, n):
     """The full sum of a contiguous tensor: dlb_sum_partial_* (a share per block), then
-    dlb_reduce_final_* folds the partials and rounds (a mean: the sum rounded to the
-    dtype, then divided by n, as cpu/reduce.rs does)."""
+    dlb_reduce_final_* folds the partials and rounds (a mean: the sum divided in the
+    dtype's compute type, as cpu/reduce.rs does)."""
     rng = np.random.default_rng(n)
     x = random_array(tag, n, rng, low=0 if tag not in FLOATS else -4, high=100 if tag not in FLOATS else 4)
     floating = tag in FLOATS
@@ -334,8 +334,9 @@ def test_sum_and_mean(lib, tag, n):
             if not floating:
                 assert out[0] == x.astype(np.int64).sum()
                 continue
-            total = cpu_round(x.astype(np.float64).sum(), tag)
-            want = total if op == "sum" else cpu_round(np.float64(total) / n if n else np.nan, tag)
+            exact = x.astype(np.float64).sum()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                want = cpu_round(exact, tag) if op == "sum" else mean_reference(exact, n, tag)
             np.testing.assert_allclose(out.astype(np.float64)[0], np.float64(want),
                                        rtol=1e-2 if tag in ("f16", "bf16") else 1e-6)
 
@@ -743,10 +744,19 @@ def reduce_on_host(lib, op, tag, x, dims, kernel, splits=1, wide=1):
     return out.reshape(shape), None if idx is None else idx.reshape(shape)
 
 
+def mean_reference(exact_sum, n, tag):
+    """cpu/reduce.rs's mean: the float64 sum in the dtype's compute type (float32 for
+    float16, bfloat16 and float32, as PyTorch), divided there, rounded to the dtype."""
+    if tag == "f64":
+        return exact_sum / n
+    q = np.asarray(exact_sum).astype(np.float32) / np.float32(n)
+    return cpu_round(np.asarray(q).astype(np.float64), tag)
+
+
 def reduce_reference(op, tag, x, dims):
     """cpu/reduce.rs in NumPy: runs in row-major order of the reduced dimensions; sums in
     float64 (rounded to the dtype as the CPU backend rounds) or wrapping int64; a mean is the
-    rounded sum divided by the count; max/min: the first NaN, else the first extreme."""
+    sum divided in the compute type (see mean_reference); max/min: the first NaN, else the first extreme."""
     kept = [d for d in range(x.ndim) if d not in dims]
     shape = [x.shape[d] for d in kept]
     length = int(np.prod([x.shape[d] for d in dims]))
@@ -754,11 +764,11 @@ def reduce_reference(op, tag, x, dims):
     if op in ("sum", "mean"):
         if tag not in FLOATS:
             return y.astype(np.uint64).sum(axis=1, dtype=np.uint64).view(np.int64).reshape(shape), None
-        total = cpu_round(y.astype(np.float64).sum(axis=1), tag)
+        exact = y.astype(np.float64).sum(axis=1)
         if op == "sum":
-            return total.reshape(shape), None
-        with np.errstate(invalid="ignore"):
-            return cpu_round(total.astype(np.float64) / length, tag).reshape(shape), None
+            return cpu_round(exact, tag).reshape(shape), None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return mean_reference(exact, length, tag).reshape(shape), None
     w = y.astype(np.float64) if tag in FLOATS else y
     nan = np.isnan(w) if tag in FLOATS else np.zeros(w.shape, dtype=bool)
     at = np.argmax(w, axis=1) if op == "max" else np.argmin(w, axis=1)  # first occurrence
