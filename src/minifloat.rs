@@ -10,6 +10,12 @@
 //! gives NaN, for one), and `tests/python/test_narrow_dtypes.py` checks every
 //! float16 and bfloat16 value against the library dlbridge follows.
 
+/// 2^e, exactly (for |e| < 1000): built from its bits, since `powi` may
+/// be off in the last place (Miri perturbs it on purpose).
+fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
 /// How a format spends its top codes, if at all, on NaN and infinity.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Specials {
@@ -93,9 +99,9 @@ impl Format {
     fn value_of(&self, e: u32, m: u32) -> f64 {
         let emin = 1 - self.bias;
         if e == 0 {
-            m as f64 * 2f64.powi(emin - self.mbits as i32)
+            m as f64 * pow2(emin - self.mbits as i32)
         } else {
-            ((1u32 << self.mbits) + m) as f64 * 2f64.powi(e as i32 - self.bias - self.mbits as i32)
+            ((1u32 << self.mbits) + m) as f64 * pow2(e as i32 - self.bias - self.mbits as i32)
         }
     }
 
@@ -139,7 +145,7 @@ impl Format {
             let emin = 1 - self.bias;
             // The exponent of a (exact: a is a float32 widened to float64).
             let e = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
-            let quantum = 2f64.powi(e.max(emin) - self.mbits as i32);
+            let quantum = pow2(e.max(emin) - self.mbits as i32);
             let r = (a / quantum).round_ties_even() * quantum;
             (r <= max).then_some(r)
         };
@@ -165,9 +171,9 @@ impl Format {
         let emin = 1 - self.bias;
         let e = ((r.to_bits() >> 52) & 0x7ff) as i32 - 1023;
         if e < emin {
-            (r / 2f64.powi(emin - self.mbits as i32)) as u8
+            (r / pow2(emin - self.mbits as i32)) as u8
         } else {
-            let m = (r / 2f64.powi(e - self.mbits as i32)) as u32 - (1 << self.mbits);
+            let m = (r / pow2(e - self.mbits as i32)) as u32 - (1 << self.mbits);
             (((e + self.bias) as u8) << self.mbits) | m as u8
         }
     }
@@ -200,7 +206,7 @@ pub mod e8m0 {
         if code == 0xff {
             f32::NAN
         } else {
-            2f64.powi(i32::from(code) - 127) as f32
+            super::pow2(i32::from(code) - 127) as f32
         }
     }
 
