@@ -34,6 +34,20 @@ float32: dtype
 float64: dtype
 complex64: dtype
 complex128: dtype
+float8_e3m4: dtype
+float8_e4m3: dtype
+float8_e4m3b11fnuz: dtype
+float8_e4m3fn: dtype
+float8_e4m3fnuz: dtype
+float8_e5m2: dtype
+float8_e5m2fnuz: dtype
+float8_e8m0fnu: dtype
+float6_e2m3fn: dtype
+float6_e3m2fn: dtype
+float4_e2m1fn: dtype
+float4_e2m1fn_x2: dtype
+complex32: dtype
+chalf: dtype
 float: dtype
 double: dtype
 half: dtype
@@ -116,7 +130,10 @@ class Tensor:
     def permute(self, *dims: int) -> Tensor: ...
     def unsqueeze(self, dim: int) -> Tensor: ...
     def expand(self, *sizes: int) -> Tensor: ...
+    @overload
     def view(self, *shape: int) -> Tensor: ...
+    @overload
+    def view(self, dtype: dtype) -> Tensor: ...
     def reshape(self, *shape: int) -> Tensor: ...
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor: ...
     @property
