@@ -262,9 +262,15 @@ mod tests {
         assert_eq!(back.shape(), &[1, 3]);
         drop((t, view));
         assert_eq!(back.to_scalars().unwrap(), vec![Scalar::Float(1.5); 3]);
-        assert!(source.upgrade().is_some(), "the import keeps the source alive");
+        assert!(
+            source.upgrade().is_some(),
+            "the import keeps the source alive"
+        );
         drop(back);
-        assert!(source.upgrade().is_none(), "the deleter ran and released it");
+        assert!(
+            source.upgrade().is_none(),
+            "the deleter ran and released it"
+        );
     }
 
     #[test]

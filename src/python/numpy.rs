@@ -13,7 +13,7 @@ use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
 use crate::foreign::ForeignTensor;
 use crate::raw::c_array;
-use crate::storage::Owner;
+use crate::storage::{Owner, Retained};
 use crate::{DType, Device, Tensor};
 use numpy::npyffi::{NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API, PyArrayObject};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
@@ -81,23 +81,19 @@ pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     Ok(dt)
 }
 
-/// A reference to the Python object that owns a tensor's memory.
+/// Gives back the array reference a NumPy-backed storage holds.
 ///
 /// The last owner of a storage may be a DLPack deleter run from a capsule
 /// destructor or from another library's thread, where pyo3 does not know the
-/// GIL is held and would defer the release. Dropping this takes the GIL
-/// (re-entrantly) so the object goes at once; once interpreter shutdown has
-/// begun nothing may run Python, so the release is left undone.
-pub(crate) struct PyOwner(pub(crate) Option<Py<PyAny>>);
-
-impl Drop for PyOwner {
-    fn drop(&mut self) {
-        if let Some(obj) = self.0.take() {
-            // During shutdown try_attach drops the closure unrun, and pyo3 parks
-            // the reference in its pending pool instead of touching Python.
-            let _ = Python::try_attach(|_| drop(obj));
-        }
-    }
+/// GIL is held: this takes it (re-entrantly) so the array goes at once; once
+/// interpreter shutdown has begun nothing may run Python, so the release is
+/// left undone.
+///
+/// # Safety
+/// `handle` is an owned reference to a Python object, released once.
+unsafe fn release_array(handle: *mut std::ffi::c_void) {
+    // SAFETY: the caller's contract: an owned reference, released once.
+    let _ = Python::try_attach(|_| unsafe { pyo3::ffi::Py_DecRef(handle.cast()) });
 }
 
 /// A tensor over an ndarray's memory that keeps the array alive.
@@ -145,7 +141,9 @@ pub(crate) fn tensor_from_ndarray(ob: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     }
     .check()
     .py()?;
-    let owner = Owner::External(Box::new(PyOwner(Some(ob.clone().unbind()))));
+    // SAFETY: release_array gives back exactly the reference into_ptr takes.
+    let owner =
+        Owner::Retained(unsafe { Retained::new(ob.clone().into_ptr().cast(), release_array) });
     // SAFETY: NumPy guarantees every element of the array lies in memory
     // that stays valid while the array lives, and the owner holds the array.
     Ok(unsafe { checked.wrap(owner) })

@@ -28,11 +28,45 @@ pub enum Owner {
     Host(HostBuffer),
     /// Memory imported through DLPack; dropping it calls the producer's deleter.
     DlPack(dlpark::AllocationDeleter),
-    /// Anything else that pins the memory (a NumPy array reference).
+    /// Anything else that pins the memory.
     External(Box<dyn Any + Send + Sync>),
+    /// A reference released by a plain function (a NumPy array, without a
+    /// box to allocate: the hottest import path).
+    Retained(Retained),
     /// Device memory from dlbridge's CUDA pool.
     #[cfg(feature = "cuda")]
     Cuda(crate::cuda::CudaAllocation),
+}
+
+/// A counted reference to some object, given back by `release` when it
+/// drops: `release` must accept the handle on any thread (Python's takes the
+/// GIL), once.
+pub struct Retained {
+    handle: *mut std::ffi::c_void,
+    release: unsafe fn(*mut std::ffi::c_void),
+}
+
+impl Retained {
+    /// # Safety
+    /// `release(handle)` must be sound exactly once, from any thread.
+    pub unsafe fn new(
+        handle: *mut std::ffi::c_void,
+        release: unsafe fn(*mut std::ffi::c_void),
+    ) -> Self {
+        Retained { handle, release }
+    }
+}
+
+// SAFETY: the constructor's contract: releasing from any thread is sound.
+unsafe impl Send for Retained {}
+// SAFETY: the handle is never read, only released once, by the owner's drop.
+unsafe impl Sync for Retained {}
+
+impl Drop for Retained {
+    fn drop(&mut self) {
+        // SAFETY: the constructor's contract, and drop runs once.
+        unsafe { (self.release)(self.handle) }
+    }
 }
 
 /// A contiguous byte range on one device.
