@@ -56,7 +56,7 @@ def row(rows, name, ours, peer, ratio, target, ok, unit="ns"):
 
 # ------------------------------------------------------------------- rows
 def bench_calls(db, cfg, rows):
-    """Rows 1-5, 10, 11: per-call cost of each exchange path vs the peer."""
+    """Rows 1-5, 10-16: per-call cost of each exchange path (and view) vs the peer."""
     a = np.zeros(16, dtype=np.float32)
     t, tt = db.from_numpy(a), torch.from_numpy(a)
     dl = "t.__dlpack__(max_version=(1, 0))"  # capsule dropped at once: destructor runs too
@@ -69,7 +69,7 @@ def bench_calls(db, cfg, rows):
          "f(t)", dict(f=np.from_dlpack, t=tt), 0.5),
         ("4. from_dlpack(a) vs torch.from_dlpack", "f(a)", dict(f=db.from_dlpack, a=a),
          "f(a)", dict(f=torch.from_dlpack, a=a), 0.5),
-        ("5. t.__dlpack__ vs ndarray.__dlpack__", dl, dict(t=t), dl, dict(t=a), 2.0),
+        ("5. t.__dlpack__ vs ndarray.__dlpack__", dl, dict(t=t), dl, dict(t=a), 1.0),
         # Rows 10-11 (issue 4): exchange with torch through the DLPack C
         # exchange API where a side consumes it, against torch's own import
         # of an ndarray.
@@ -77,6 +77,15 @@ def bench_calls(db, cfg, rows):
          "g(a)", dict(g=torch.from_dlpack, a=a), 0.25),
         ("11. torch.from_dlpack(t) vs torch.from_dlpack(a)", "g(t)", dict(g=torch.from_dlpack, t=t),
          "g(a)", dict(g=torch.from_dlpack, a=a), 0.25),
+        # Rows 12-16 (issue 12): against NumPy doing the same job on itself.
+        ("12. from_dlpack(a) vs np.from_dlpack(a)", "f(a)", dict(f=db.from_dlpack, a=a),
+         "g(a)", dict(g=np.from_dlpack, a=a), 1.0),
+        ("13. np.from_dlpack(t) vs np.from_dlpack(a)", "g(t)", dict(g=np.from_dlpack, t=t),
+         "g(a)", dict(g=np.from_dlpack, a=a), 1.0),
+        ("14. t[1:5] vs a[1:5]", "t[1:5]", dict(t=t), "a[1:5]", dict(a=a), 2.0),
+        ("15. t.T vs a.T (4x4)", "t.T", dict(t=t.reshape(4, 4)), "a.T", dict(a=a.reshape(4, 4)), 2.0),
+        ("16. t.reshape(2, 8) vs a.reshape(2, 8)", "t.reshape(2, 8)", dict(t=t),
+         "a.reshape(2, 8)", dict(a=a), 2.0),
     ]
     for name, s1, ns1, s2, ns2, target in cases:
         ours, peer = per_call_ns([(s1, ns1), (s2, ns2)], cfg.loops, cfg.samples)
