@@ -59,15 +59,22 @@ if ASAN_RUNTIME:
     os.environ.pop("LD_PRELOAD", None)
 
 
+def python_env(env=None):
+    """The environment for a child Python that imports dlbridge (`env`, default this
+    one's): under `make test-asan` it gets the ASan runtime back."""
+    env = dict(os.environ if env is None else env)
+    if ASAN_RUNTIME:
+        env["LD_PRELOAD"] = ASAN_RUNTIME
+    return env
+
+
 def run_python(code, env=None):
     """Runs code in a fresh interpreter (with `env`, default this one's environment)."""
     import subprocess
     import sys
 
-    env = dict(os.environ if env is None else env)
-    if ASAN_RUNTIME:
-        env["LD_PRELOAD"] = ASAN_RUNTIME
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=python_env(env),
+                          timeout=120)
 
 import ml_dtypes
 import numpy as np
