@@ -256,19 +256,20 @@ impl Tensor {
                 dtype.size()
             );
         }
-        Ok(Tensor {
-            storage: self.storage.clone(),
-            layout: self.layout.clone(),
-            dtype,
-        })
+        Ok(self.reinterpreted(dtype))
     }
 
     /// The same memory seen as the unsigned integer type of the same size.
     fn as_bits(&self) -> Tensor {
+        self.reinterpreted(self.dtype.bits_twin())
+    }
+
+    /// The same storage and layout read as `dtype` (of the same size).
+    fn reinterpreted(&self, dtype: DType) -> Tensor {
         Tensor {
             storage: self.storage.clone(),
             layout: self.layout.clone(),
-            dtype: self.dtype.bits_twin(),
+            dtype,
         }
     }
 

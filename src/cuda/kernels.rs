@@ -322,7 +322,12 @@ pub fn compare(out: &Tensor, a: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> 
     let mut o = Operands::new(out, a, rhs, dtype)?;
     let mut n = out.numel() as i64;
     let contiguous = o.contiguous(out);
-    let mut ix = o.indexer(out)?;
+    // The indexer only for the strided kernel (as `binary` does).
+    let mut ix = if contiguous {
+        None
+    } else {
+        Some(o.indexer(out)?)
+    };
     let name = format!(
         "dlb_{opname}_{}_{tag}",
         if contiguous { "contig" } else { "strided" }
@@ -335,8 +340,8 @@ pub fn compare(out: &Tensor, a: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> 
         arg(&mut o.mode),
         arg(&mut n),
     ];
-    if !contiguous {
-        params.push(arg(&mut ix));
+    if let Some(ix) = ix.as_mut() {
+        params.push(arg(ix));
     }
     launch(gpu, COMPARE, tag, &name, out.numel(), &mut params)
 }

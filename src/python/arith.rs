@@ -34,30 +34,34 @@ pub(crate) fn binary(
     let Some(r) = rhs(other)? else {
         return Ok(py.NotImplemented());
     };
-    let a = &this.inner;
-    let (out, rg) = match &r {
-        Rhs::Tensor(b, rg) => {
-            let (x, y) = if reflected { (b, a) } else { (a, b) };
-            let n = x.numel().max(y.numel());
-            (
-                maybe_detach(py, n, || ops::binary(x.into(), y.into(), op)),
-                *rg,
-            )
-        }
-        Rhs::Scalar(s) => {
-            let (x, y): (Operand, Operand) = if reflected {
-                ((*s).into(), a.into())
-            } else {
-                (a.into(), (*s).into())
-            };
-            (maybe_detach(py, a.numel(), || ops::binary(x, y, op)), false)
-        }
-    };
+    let rg = matches!(r, Rhs::Tensor(_, true));
+    let out = apply(py, &this.inner, &r, reflected, |x, y| ops::binary(x, y, op));
     Ok(Py::new(
         py,
         PyTensor::with_grad(out.py()?, this.requires_grad() || rg),
     )?
     .into_any())
+}
+
+/// `f(a, r)` (`f(r, a)` when `reflected`), without the GIL when the
+/// operands are large: the operand handling every binary operator shares.
+fn apply<T: Send>(
+    py: Python<'_>,
+    a: &Tensor,
+    r: &Rhs,
+    reflected: bool,
+    f: impl FnOnce(Operand, Operand) -> crate::Result<T> + Send,
+) -> crate::Result<T> {
+    let (b, n): (Operand, usize) = match r {
+        Rhs::Tensor(b, _) => (b.into(), a.numel().max(b.numel())),
+        Rhs::Scalar(s) => ((*s).into(), a.numel()),
+    };
+    let (x, y) = if reflected {
+        (b, a.into())
+    } else {
+        (a.into(), b)
+    };
+    maybe_detach(py, n, || f(x, y))
 }
 
 /// `self op= other` (`__iadd__`, ...).
@@ -171,14 +175,7 @@ pub(crate) fn compare(
         }
         return Ok(py.NotImplemented());
     };
-    let a = &this.inner;
-    let out = match &r {
-        Rhs::Tensor(b, _) => {
-            let n = a.numel().max(b.numel());
-            maybe_detach(py, n, || ops::compare(a.into(), b.into(), op))
-        }
-        Rhs::Scalar(s) => maybe_detach(py, a.numel(), || ops::compare(a.into(), (*s).into(), op)),
-    };
+    let out = apply(py, &this.inner, &r, false, |x, y| ops::compare(x, y, op));
     Ok(Py::new(py, PyTensor::new(out.py()?))?.into_any())
 }
 

@@ -118,10 +118,14 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         Err(e) if e.is_instance_of::<PyTypeError>(py) => e,
         Err(e) => return Err(e),
     };
-    // Without max_version (stream only, for CUDA), then bare.
-    let fallbacks = [request_kwargs(py, cuda, false)?, None];
-    for kwargs in fallbacks.iter().skip(usize::from(!cuda)) {
-        match method.call((), *kwargs) {
+    // Without max_version: stream only (CUDA), then bare.
+    let fallbacks = if cuda {
+        vec![request_kwargs(py, true, false)?, None]
+    } else {
+        vec![None]
+    };
+    for kwargs in fallbacks {
+        match method.call((), kwargs) {
             Ok(capsule) => return Ok(capsule),
             Err(e) if e.is_instance_of::<PyTypeError>(py) => err = e,
             Err(e) => return Err(e),
