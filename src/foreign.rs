@@ -118,6 +118,71 @@ impl Checked {
     }
 }
 
+/// A tensor of `dtype` inside memory dlbridge already holds, described by
+/// numbers nobody vouches for (a pickle's state, a handle from another
+/// process): `shape`, `strides` and `offset` count elements, as PyTorch's
+/// `as_strided` does. Negative sizes or offsets, overflowing strides and
+/// any element outside `storage` are refused (`ErrorKind::InvalidTensor`),
+/// so no such description ever builds a view reaching past the memory.
+pub fn view_in(
+    storage: Arc<Storage>,
+    shape: &[i64],
+    strides: &[i64],
+    offset: i64,
+    dtype: DType,
+) -> Result<Tensor> {
+    let itemsize = dtype.size();
+    let refuse = |why: String| {
+        err!(
+            InvalidTensor,
+            "invalid tensor description (shape {shape:?}, strides {strides:?}, storage offset              {offset}, {itemsize}-byte {}) for a storage of {} bytes: {why}",
+            dtype.name(),
+            storage.len()
+        )
+    };
+    if shape.len() != strides.len() {
+        return Err(refuse("one stride per dimension is needed".into()));
+    }
+    let shape = shape
+        .iter()
+        .map(|&n| usize::try_from(n))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| refuse("negative dimension".into()))?;
+    let byte_offset = usize::try_from(offset)
+        .ok()
+        .and_then(|o| o.checked_mul(itemsize))
+        .filter(|&o| o <= storage.len())
+        .ok_or_else(|| refuse("the storage offset lies outside the storage".into()))?;
+    let byte_strides =
+        byte_strides(strides, itemsize).ok_or_else(|| refuse("strides overflow".into()))?;
+    let base = storage.as_ptr();
+    let checked = ForeignTensor {
+        data: base.wrapping_add(byte_offset),
+        shape: shape.clone(),
+        byte_strides: byte_strides.clone(),
+        dtype,
+        device: storage.device(),
+        read_only: storage.is_read_only(),
+    }
+    .check()
+    .map_err(|e| refuse(e.to_string()))?;
+    let start = (checked.start as usize).wrapping_sub(base as usize);
+    let inside = checked.len == 0
+        || (checked.start as usize >= base as usize
+            && start
+                .checked_add(checked.len)
+                .is_some_and(|end| end <= storage.len()));
+    if !inside {
+        return Err(refuse("elements reach outside the storage".into()));
+    }
+    let layout = Layout {
+        shape,
+        strides: byte_strides,
+        offset: byte_offset,
+    };
+    Tensor::from_parts(storage, layout, dtype)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,5 +229,43 @@ mod tests {
         assert_eq!(kind(foreign(0, &[1], &[4])), ErrorKind::InvalidTensor);
         assert_eq!(byte_strides(&[i64::MIN], 1), Some(vec![isize::MIN]));
         assert_eq!(byte_strides(&[1 << 62], 8), None);
+    }
+
+    fn storage(len: usize) -> Arc<Storage> {
+        Arc::new(Storage::new_host(len, true).unwrap())
+    }
+
+    #[test]
+    fn view_in_builds_views_inside_the_storage() {
+        let t = view_in(storage(24), &[2, 3], &[1, 2], 0, DType::F32).unwrap();
+        assert_eq!(
+            (t.shape(), t.layout().strides.as_slice()),
+            (&[2, 3][..], &[4isize, 8][..])
+        );
+        let rev = view_in(storage(24), &[3], &[-2], 4, DType::F32).unwrap();
+        assert_eq!(rev.layout().offset, 16);
+        let empty = view_in(storage(0), &[0, 5], &[5, 1], 0, DType::F64).unwrap();
+        assert_eq!(empty.numel(), 0);
+    }
+
+    #[test]
+    fn view_in_refuses_descriptions_reaching_outside() {
+        let kind = |shape: &[i64], strides: &[i64], offset: i64| {
+            view_in(storage(24), shape, strides, offset, DType::F32)
+                .err()
+                .unwrap()
+                .kind()
+        };
+        assert_eq!(kind(&[7], &[1], 0), ErrorKind::InvalidTensor); // 28 > 24 bytes
+        assert_eq!(kind(&[-1], &[1], 0), ErrorKind::InvalidTensor);
+        assert_eq!(kind(&[2], &[1], -1), ErrorKind::InvalidTensor);
+        assert_eq!(kind(&[2], &[1], 6), ErrorKind::InvalidTensor);
+        assert_eq!(kind(&[3], &[-1], 1), ErrorKind::InvalidTensor); // below the start
+        assert_eq!(kind(&[2], &[i64::MAX], 0), ErrorKind::InvalidTensor);
+        assert_eq!(kind(&[2, 2], &[1], 0), ErrorKind::InvalidTensor);
+        assert_eq!(
+            kind(&[1 << 62, 1 << 62], &[1, 1], 0),
+            ErrorKind::InvalidTensor
+        );
     }
 }
