@@ -124,6 +124,7 @@ impl Checked {
 /// `as_strided` does. Negative sizes or offsets, overflowing strides and
 /// any element outside `storage` are refused (`ErrorKind::InvalidTensor`),
 /// so no such description ever builds a view reaching past the memory.
+#[cfg_attr(not(feature = "python"), allow(dead_code))] // its callers are Python's
 pub fn view_in(
     storage: Arc<Storage>,
     shape: &[i64],

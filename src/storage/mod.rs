@@ -4,15 +4,24 @@
 //! another library owns. [`Owner`] records who that is; dropping the last
 //! `Arc<Storage>` releases the owner exactly once (a DLPack deleter, a NumPy
 //! array reference, or dlbridge's own allocation).
+//!
+//! A host storage can move into shared memory in place
+//! ([`Storage::share_memory`], PyTorch's `share_memory_`): its address
+//! changes under every view of it, and its previous memory stays alive until
+//! the storage drops, since exports and NumPy arrays made earlier still
+//! point there.
 
 mod host;
+mod shared;
 
 pub use host::HostBuffer;
+pub use shared::SharedSegment;
 
 use crate::Device;
 use crate::backend::Accelerator as _;
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Storages currently alive: the leak tests read this before and after.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -36,6 +45,8 @@ pub enum Owner {
     /// Device memory from dlbridge's CUDA pool.
     #[cfg(feature = "cuda")]
     Cuda(crate::cuda::CudaAllocation),
+    /// A shared-memory segment mapped here (a tensor from another process).
+    Shared(SharedSegment),
 }
 
 /// A counted reference to some object, given back by `release` when it
@@ -71,19 +82,26 @@ impl Drop for Retained {
 
 /// A contiguous byte range on one device.
 pub struct Storage {
-    ptr: *mut u8,
+    /// The first byte. It changes at most once, when the storage moves into
+    /// shared memory; read with a relaxed load (see [`Storage::as_ptr`]).
+    ptr: AtomicPtr<u8>,
     len: usize,
     device: Device,
     read_only: bool,
     /// dlbridge's CUDA stream has been given work on this memory.
     device_used: AtomicBool,
+    /// What keeps the original memory alive, until the storage drops (also
+    /// after a move into shared memory: earlier exports may point there).
     owner: Owner,
+    /// The shared segment the bytes moved to, once they have.
+    moved: OnceLock<Box<SharedSegment>>,
 }
 
-// SAFETY: a storage is a plain address range; the owner inside is Send + Sync
-// (HostBuffer frees with the global allocator, DLPack deleters may run on any
-// thread by the spec, and External requires Send + Sync). Concurrent writes to
-// the bytes are the caller's business, exactly as with NumPy and PyTorch.
+// The owner inside is Send + Sync: HostBuffer frees with the global
+// allocator, DLPack deleters may run on any thread by the spec, External
+// requires Send + Sync, segments unmap from any thread.
+// SAFETY: a storage is a plain address range, its owner Send + Sync (above).
+// Concurrent writes to the bytes are the caller's business, as with NumPy.
 unsafe impl Send for Storage {}
 // SAFETY: see above; shared references only read the fields.
 unsafe impl Sync for Storage {}
@@ -103,13 +121,22 @@ impl Storage {
     ) -> Storage {
         LIVE.fetch_add(1, Ordering::Relaxed);
         Storage {
-            ptr,
+            ptr: AtomicPtr::new(ptr),
             len,
             device,
             read_only,
             device_used: AtomicBool::new(false),
             owner,
+            moved: OnceLock::new(),
         }
+    }
+
+    /// A host storage over a mapped shared-memory segment.
+    pub fn from_shared(segment: SharedSegment, read_only: bool) -> Storage {
+        let (ptr, len) = (segment.as_ptr(), segment.len());
+        // SAFETY: the segment's mapping holds len bytes (writable unless it
+        // was opened read-only, when `read_only` is set) until it drops.
+        unsafe { Storage::from_raw(ptr, len, Device::CPU, read_only, Owner::Shared(segment)) }
     }
 
     /// A new host buffer of `len` bytes, zeroed or left uninitialised.
@@ -120,8 +147,14 @@ impl Storage {
         Ok(unsafe { Storage::from_raw(ptr, len, Device::CPU, false, Owner::Host(buffer)) })
     }
 
+    /// The first byte. A relaxed load, as cheap as a plain field read: the
+    /// only store ([`share_memory`](Self::share_memory)) happens with the
+    /// GIL held in Python, whose hand-over orders it before any other
+    /// thread's next use; a thread that still sees the old address reads
+    /// memory that stays valid until the storage drops.
+    #[inline]
     pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr
+        self.ptr.load(Ordering::Relaxed)
     }
 
     pub fn len(&self) -> usize {
@@ -138,6 +171,51 @@ impl Storage {
 
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The shared-memory segment this storage's bytes are in, if they are:
+    /// a received one, or where [`share_memory`](Self::share_memory) moved them.
+    pub fn shared_segment(&self) -> Option<&SharedSegment> {
+        match &self.owner {
+            Owner::Shared(segment) => Some(segment),
+            _ => self.moved.get().map(|b| &**b),
+        }
+    }
+
+    /// Moves a host storage's bytes into a new shared-memory segment, in
+    /// place (PyTorch's `share_memory_`): one copy, after which every view
+    /// of this storage, old and new, reads and writes the segment. A no-op
+    /// when already shared, and for device memory (PyTorch's rule: CUDA
+    /// memory is shared through IPC handles instead).
+    ///
+    /// The previous memory is not freed: DLPack exports, NumPy arrays and C
+    /// views made before the move still point into it (they keep seeing the
+    /// bytes as they were, and their writes no longer reach this storage),
+    /// so it stays alive until the storage drops. That is the cost: until
+    /// then the bytes are held twice. Writes made by other threads while the
+    /// copy runs may be lost, as in PyTorch.
+    pub fn share_memory(&self) -> crate::Result<()> {
+        if !self.device.is_cpu() || self.shared_segment().is_some() {
+            return Ok(());
+        }
+        // One move at a time: a second caller finds the move done.
+        static MOVING: Mutex<()> = Mutex::new(());
+        let _one = MOVING.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shared_segment().is_some() {
+            return Ok(());
+        }
+        let segment = SharedSegment::new(self.len)?;
+        let old = self.as_ptr();
+        // SAFETY: the storage's current memory holds len readable bytes for
+        // as long as the storage lives; the segment is fresh memory of len
+        // bytes that nothing else can see yet.
+        unsafe { std::ptr::copy_nonoverlapping(old, segment.as_ptr(), self.len) };
+        let new = segment.as_ptr();
+        if self.moved.set(Box::new(segment)).is_err() {
+            unreachable!("moves are serialised by MOVING");
+        }
+        self.ptr.store(new, Ordering::Release);
+        Ok(())
     }
 
     /// Records that device work touching this memory was enqueued.
@@ -162,5 +240,54 @@ impl Drop for Storage {
         if foreign && !self.device.is_cpu() && self.device_used.load(Ordering::Relaxed) {
             crate::cuda::Cuda.before_foreign_release(self.device);
         }
+    }
+}
+
+#[cfg(all(test, not(miri)))] // Miri has no memfd_create or shared mappings
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_memory_moves_the_bytes_and_keeps_the_old_ones() {
+        let s = Storage::new_host(4096, true).unwrap();
+        let old = s.as_ptr();
+        // SAFETY: the storage holds 4096 bytes.
+        unsafe { std::slice::from_raw_parts_mut(old, 4096) }.fill(3);
+        assert!(s.shared_segment().is_none());
+        s.share_memory().unwrap();
+        let new = s.as_ptr();
+        assert_ne!(new, old);
+        let segment = s.shared_segment().unwrap();
+        assert_eq!((segment.as_ptr(), segment.len()), (new, 4096));
+        // SAFETY: both ranges stay valid while the storage lives.
+        unsafe {
+            assert!(
+                std::slice::from_raw_parts(new, 4096)
+                    .iter()
+                    .all(|&x| x == 3)
+            );
+            *new = 5;
+            assert_eq!(*old, 3, "the old bytes stay as they were, and alive");
+        }
+        // Another mapping of the segment sees the storage's writes.
+        let other = SharedSegment::open(segment.fd(), 4096, false).unwrap();
+        // SAFETY: the mapping holds 4096 bytes.
+        assert_eq!(unsafe { *other.as_ptr() }, 5);
+        s.share_memory().unwrap();
+        assert_eq!(s.as_ptr(), new, "a second move is a no-op");
+    }
+
+    #[test]
+    fn a_received_segment_is_shared_and_keeps_read_only() {
+        let segment = SharedSegment::new(8).unwrap();
+        let back = SharedSegment::open(segment.fd(), 8, true).unwrap();
+        let s = Storage::from_shared(back, true);
+        assert!(s.is_read_only() && s.shared_segment().is_some());
+        let before = s.as_ptr();
+        s.share_memory().unwrap();
+        assert_eq!(s.as_ptr(), before);
+        let empty = Storage::new_host(0, false).unwrap();
+        empty.share_memory().unwrap();
+        assert_eq!(empty.shared_segment().unwrap().len(), 0);
     }
 }
