@@ -73,6 +73,9 @@ try:
 except TypeError:  # pragma: no cover - an interpreter that forbids it keeps pyo3's class
     pass
 from ._formatting import format_tensor as _format_tensor
+from . import _sharing
+
+_sharing.install()  # shared tensors through multiprocessing queues and pipes, as handles
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,7 @@ use super::device::PyDevice;
 use super::dtype::{PyDType, dtype_object};
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
-use super::{arith, convert, creation, cuda, dlpack_export, index, numpy};
+use super::{arith, convert, creation, cuda, dlpack_export, index, numpy, sharing};
 use crate::{BinaryOp, CompareOp, DType, Tensor, ops};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -645,6 +645,24 @@ impl PyTensor {
     #[getter]
     fn __cuda_array_interface__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         cuda::array_interface(slf)
+    }
+
+    // ----- sharing between processes -----
+
+    /// Moves the storage into shared memory (every view of it moves too):
+    /// a no-op when it is already there, and for CUDA tensors.
+    fn share_memory_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        sharing::share_memory_(slf)
+    }
+
+    /// Whether the storage is in shared memory (always true on CUDA).
+    fn is_shared(&self) -> bool {
+        sharing::is_shared(&self.inner)
+    }
+
+    /// What `multiprocessing` sends for this tensor (`_sharing.py`).
+    fn _share_handle<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        sharing::share_handle(slf)
     }
 
     // ----- display -----

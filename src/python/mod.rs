@@ -16,7 +16,8 @@
 //!      dlpack_import          the DLPack consumer (from_dlpack)
 //!   -> creation               factories and tensor_from_data
 //!   -> convert, arith,        to()/cpu()/item()/..., operators and in-place writes,
-//!      index, cuda            t[key], dlbridge.cuda and __cuda_array_interface__
+//!      index, cuda,           t[key], dlbridge.cuda and __cuda_array_interface__,
+//!      sharing                share_memory_() and multiprocessing handles
 //!   -> methods                the #[pymethods] block of Tensor
 //!   -> mod.rs                 the module
 //! ```
@@ -37,6 +38,7 @@ mod index;
 mod methods;
 mod nested;
 mod numpy;
+mod sharing;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -57,6 +59,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_exception_type, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     cuda::register(m)?;
+    sharing::register(m)?;
     m.add_function(wrap_pyfunction!(exchange_api::exchange_api_counts, m)?)?;
     Ok(())
 }
