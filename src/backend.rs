@@ -18,6 +18,7 @@
 
 use crate::storage::Storage;
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};
+use std::sync::Arc;
 
 /// The binary operators dlbridge implements.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -196,6 +197,34 @@ pub trait Accelerator {
     /// Extra places to look for the accelerator's libraries (Python
     /// packages that ship them).
     fn add_library_roots(&self, roots: Vec<std::path::PathBuf>);
+    /// What another process needs to open `storage` (device memory from
+    /// dlbridge's own pool; anything else is refused, naming `.clone()`).
+    /// dlbridge's queued work on it is finished first.
+    fn export_ipc(&self, storage: &Arc<Storage>) -> Result<CudaIpcHandle>;
+    /// The storage an [`export_ipc`](Self::export_ipc) handle describes,
+    /// opened in this process (or found, in the process that made it).
+    fn import_ipc(&self, handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage>>;
+}
+
+/// Device memory of one process as another opens it (CUDA IPC through
+/// dlbridge's exportable stream-ordered pool).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaIpcHandle {
+    /// The exporting process's pool, as a descriptor of that process (it
+    /// travels with `SCM_RIGHTS`; the receiver passes its own copy here).
+    pub pool_fd: std::os::fd::RawFd,
+    /// Names the exporting pool, so a receiver imports each pool once.
+    pub pool_id: [u8; 16],
+    /// The device's ordinal in the exporting process.
+    pub device: u32,
+    /// The device's UUID (ordinals differ between processes).
+    pub uuid: [u8; 16],
+    /// The driver's record of the allocation (`cuMemPoolExportPointer`).
+    pub pointer: [u8; 64],
+    /// The allocation's address in the exporting process.
+    pub address: u64,
+    /// Bytes of the storage.
+    pub len: usize,
 }
 
 /// The backend that computes on `device`'s memory.

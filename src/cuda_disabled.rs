@@ -3,9 +3,12 @@
 //! `cuda/backend.rs` (the compiler checks both against the traits), each
 //! request saying that CUDA is not available.
 
-use crate::backend::{Accelerator, Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
+use crate::backend::{
+    Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
+};
 use crate::storage::Storage;
 use crate::{Device, Error, Result, Scalar, Tensor};
+use std::sync::Arc;
 
 /// CUDA, as a build without it sees it.
 pub struct Cuda;
@@ -95,4 +98,10 @@ impl Accelerator for Cuda {
     }
     fn before_foreign_release(&self, _device: Device) {}
     fn add_library_roots(&self, _roots: Vec<std::path::PathBuf>) {}
+    fn export_ipc(&self, storage: &Arc<Storage>) -> Result<CudaIpcHandle> {
+        off(storage.device())
+    }
+    fn import_ipc(&self, handle: &CudaIpcHandle, _read_only: bool) -> Result<Arc<Storage>> {
+        off(Device::cuda(Some(handle.device)))
+    }
 }

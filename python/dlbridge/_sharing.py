@@ -10,7 +10,11 @@ methods):
   passed with ``multiprocessing.reduction.DupFd``, plus its length and the
   tensor's own layout. No byte is copied whatever the size, and a write in one
   process shows in every other;
-- a CUDA tensor travels as a CUDA IPC handle (``_cuda_ipc.py``);
+- a CUDA tensor whose memory is dlbridge's own travels as a CUDA IPC handle:
+  dlbridge's (exportable) memory pool as a file descriptor, again passed with
+  ``DupFd``, and the driver's record of the allocation. The sender must keep
+  the tensor alive while any receiver uses it (PyTorch's rule too). CUDA
+  memory another library owns (``from_dlpack``) is refused: send ``t.clone()``;
 - any other tensor goes by value, through ordinary pickling (``__reduce_ex__``).
 
 Unlike ``torch.multiprocessing``, sending a tensor that is not shared does not
@@ -35,14 +39,11 @@ def _reduce(t):
     handle = t._share_handle()
     if handle is None:
         return t.__reduce_ex__(4)
-    kind = handle[0]
-    if kind == "fd":
-        from multiprocessing.reduction import DupFd
+    from multiprocessing.reduction import DupFd
 
-        return _rebuild_from_fd, (DupFd(handle[1]),) + tuple(handle[2:])
-    if kind == "cuda":
-        return _rebuild_from_cuda, tuple(handle[1:])
-    raise AssertionError(f"unknown share handle kind {kind!r}")  # pragma: no cover
+    kind, fd, rest = handle[0], handle[1], tuple(handle[2:])
+    rebuild = {"fd": _rebuild_from_fd, "cuda": _rebuild_from_cuda}[kind]
+    return rebuild, (DupFd(fd),) + rest
 
 
 def _rebuild_from_fd(dup_fd, nbytes, dtype, shape, strides, offset, read_only, requires_grad):
@@ -54,9 +55,14 @@ def _rebuild_from_fd(dup_fd, nbytes, dtype, shape, strides, offset, read_only, r
         os.close(fd)
 
 
-def _rebuild_from_cuda(*handle):
-    """The receiving side of a CUDA IPC handle."""
-    return _core._rebuild_shared_cuda(*handle)
+def _rebuild_from_cuda(dup_fd, *handle):
+    """The receiving side of a CUDA IPC handle (the pool's descriptor is closed after;
+    the driver keeps what it needs)."""
+    fd = dup_fd.detach()
+    try:
+        return _core._rebuild_shared_cuda(fd, *handle)
+    finally:
+        os.close(fd)
 
 
 def _register(reduction):

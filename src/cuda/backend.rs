@@ -3,9 +3,12 @@
 
 use super::runtime::{self, gpu_of};
 use super::{kernels, library, memory, stream, transfer};
-use crate::backend::{Accelerator, Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
+use crate::backend::{
+    Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
+};
 use crate::storage::Storage;
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};
+use std::sync::Arc;
 
 /// NVIDIA GPUs, through the driver API (cudarc, loaded at run time).
 pub struct Cuda;
@@ -172,5 +175,13 @@ impl Accelerator for Cuda {
 
     fn add_library_roots(&self, roots: Vec<std::path::PathBuf>) {
         library::add_package_roots(roots)
+    }
+
+    fn export_ipc(&self, storage: &Arc<Storage>) -> Result<CudaIpcHandle> {
+        memory::export_ipc(storage)
+    }
+
+    fn import_ipc(&self, handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage>> {
+        memory::import_ipc(handle, read_only)
     }
 }

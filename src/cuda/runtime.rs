@@ -14,6 +14,7 @@ use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::{CudaContext, sys};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Restores the thread's previous current context when dropped.
@@ -41,6 +42,11 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     /// dlbridge's own stream-ordered pool (None where the device has none).
     pool: Option<sys::CUmemoryPool>,
+    /// The pool was created exportable (POSIX file descriptors), so its
+    /// allocations can be opened by other processes (CUDA IPC).
+    pool_ipc: bool,
+    /// The pool as other processes open it, exported on first request.
+    pool_export: OnceLock<PoolExport>,
     /// Compute capability as 10 * major + minor.
     pub cc: i32,
     pub sm_count: u32,
@@ -180,17 +186,29 @@ impl Gpu {
             + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         let sm_count = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
         // Without a pool (old devices, or creation refused) allocations fall
-        // back to plain cuMemAlloc/cuMemFree.
-        let pool = if ctx.has_async_alloc() {
-            create_pool(ordinal).ok()
+        // back to plain cuMemAlloc/cuMemFree. The pool is made exportable
+        // (for CUDA IPC) where the device supports POSIX descriptors, else
+        // plain.
+        let fd_handles = attr(A::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES).unwrap_or(0)
+            & sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.0 as i32
+            != 0;
+        let (pool, pool_ipc) = if !ctx.has_async_alloc() {
+            (None, false)
+        } else if let Some(pool) = fd_handles
+            .then(|| create_pool(ordinal, true).ok())
+            .flatten()
+        {
+            (Some(pool), true)
         } else {
-            None
+            (create_pool(ordinal, false).ok(), false)
         };
         Ok(Gpu {
             ordinal,
             total_mem: ctx.total_mem().unwrap_or(0),
             ctx,
             pool,
+            pool_ipc,
+            pool_export: OnceLock::new(),
             cc,
             sm_count,
             target: OnceLock::new(),
@@ -284,6 +302,171 @@ impl Gpu {
                 Some(_) => cu::free_async(ptr, STREAM),
                 None => cu::free_sync(ptr),
             };
+        }
+    }
+
+    // ----- CUDA IPC: pool memory opened by other processes -----
+
+    /// This device's UUID, the same in every process (ordinals are not:
+    /// `CUDA_VISIBLE_DEVICES` may differ).
+    pub fn uuid(&self) -> Result<[u8; 16]> {
+        let dev =
+            cu::device::get(self.ordinal as i32).map_err(|e| driver_error(e, "cuDeviceGet"))?;
+        let uuid = cu::device::get_uuid(dev).map_err(|e| driver_error(e, "cuDeviceGetUuid"))?;
+        Ok(uuid.bytes.map(|b| b as u8))
+    }
+
+    /// dlbridge's pool as other processes open it (exported once; the
+    /// descriptor stays open for the process's life). Refused where the pool
+    /// is not exportable.
+    pub fn pool_export(&self) -> Result<&PoolExport> {
+        if let Some(export) = self.pool_export.get() {
+            return Ok(export);
+        }
+        let Some(pool) = self.pool.filter(|_| self.pool_ipc) else {
+            return Err(crate::err!(
+                InvalidOperation,
+                "cannot share cuda:{} memory with other processes: this device's memory pool is not \
+                 exportable (the device or driver has no POSIX file-descriptor handles for \
+                 stream-ordered pools)",
+                self.ordinal
+            ));
+        };
+        static EXPORTING: Mutex<()> = Mutex::new(());
+        let _one = EXPORTING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(export) = self.pool_export.get() {
+            return Ok(export);
+        }
+        let mut raw: libc::c_int = -1;
+        // SAFETY: for POSIX descriptors the handle out-parameter is an int;
+        // the pool belongs to this device and was created exportable.
+        unsafe {
+            sys::cuMemPoolExportToShareableHandle(
+                (&mut raw as *mut libc::c_int).cast(),
+                pool,
+                sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                0,
+            )
+        }
+        .result()
+        .map_err(|e| driver_error(e, "exporting dlbridge's memory pool"))?;
+        // SAFETY: the driver returned a new descriptor that nothing else owns;
+        // close-on-exec keeps it out of programs this process runs.
+        let fd = unsafe {
+            libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC);
+            OwnedFd::from_raw_fd(raw)
+        };
+        // A random id (with the pid mixed in) names this pool to importers,
+        // which keep the pools they import by it.
+        let id = (fastrand::u128(..) ^ ((std::process::id() as u128) << 96)).to_le_bytes();
+        Ok(self.pool_export.get_or_init(|| PoolExport { fd, id }))
+    }
+
+    /// The id of this device's pool, if it has been exported.
+    pub fn exported_pool_id(&self) -> Option<[u8; 16]> {
+        self.pool_export.get().map(|e| e.id)
+    }
+
+    /// What another process needs to open the allocation at `ptr` (from
+    /// [`Gpu::alloc`], with the pool exportable).
+    pub fn export_pointer(&self, ptr: sys::CUdeviceptr) -> Result<[u8; 64]> {
+        let _ctx = self.bind()?;
+        // SAFETY: all-zero is a valid export record, which the driver fills in.
+        let mut data: sys::CUmemPoolPtrExportData = unsafe { std::mem::zeroed() };
+        // SAFETY: ptr is a live allocation of this device's pool.
+        unsafe { sys::cuMemPoolExportPointer(&mut data, ptr) }
+            .result()
+            .map_err(|e| driver_error(e, "exporting an allocation of dlbridge's pool"))?;
+        Ok(data.reserved)
+    }
+
+    /// Opens an allocation another process exported from its pool `pool_id`
+    /// (whose descriptor is `fd`) on this device, and checks that it holds
+    /// at least `len` bytes. The imported pool is kept for the process's life.
+    pub fn import_pointer(
+        &self,
+        pool_id: [u8; 16],
+        fd: RawFd,
+        data: &[u8; 64],
+        len: usize,
+    ) -> Result<sys::CUdeviceptr> {
+        let _ctx = self.bind()?;
+        let pool = self.imported_pool(pool_id, fd)?;
+        let mut record = sys::CUmemPoolPtrExportData { reserved: *data };
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: pool is an imported pool; record is the exporter's 64-byte
+        // record, which the driver validates; ptr is a valid out-pointer.
+        unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.0, &mut record) }
+            .result()
+            .map_err(|e| driver_error(e, "opening a CUDA allocation of another process"))?;
+        let (mut base, mut size): (sys::CUdeviceptr, usize) = (0, 0);
+        // SAFETY: valid out-pointers; ptr is a live allocation in this context.
+        let range = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) }.result();
+        if range.is_err() || base != ptr || size < len {
+            self.free_imported(ptr);
+            return Err(crate::err!(
+                InvalidTensor,
+                "invalid CUDA IPC handle: the allocation holds {size} bytes, not the {len} its handle claims"
+            ));
+        }
+        Ok(ptr)
+    }
+
+    /// The pool `pool_id` of another process, imported once from `fd`.
+    fn imported_pool(&self, pool_id: [u8; 16], fd: RawFd) -> Result<ImportedPool> {
+        static IMPORTED: Mutex<Vec<([u8; 16], ImportedPool)>> = Mutex::new(Vec::new());
+        let mut imported = IMPORTED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, pool)) = imported.iter().find(|(id, _)| *id == pool_id) {
+            return Ok(*pool);
+        }
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: for POSIX descriptors the handle is the descriptor's value;
+        // the driver duplicates what it keeps, so fd stays the caller's.
+        unsafe {
+            sys::cuMemPoolImportFromShareableHandle(
+                &mut pool,
+                fd as usize as *mut c_void,
+                sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                0,
+            )
+        }
+        .result()
+        .map_err(|e| driver_error(e, "importing another process's memory pool"))?;
+        let mut location = sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: self.ordinal as i32,
+        };
+        let mut flags = sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        // SAFETY: valid out- and in-pointers; pool was just imported.
+        let readable = unsafe { sys::cuMemPoolGetAccess(&mut flags, pool, &mut location) }
+            .result()
+            .is_ok_and(|()| flags == sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+        if !readable {
+            let access = sys::CUmemAccessDesc {
+                location,
+                flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+            // SAFETY: one valid access descriptor for this device.
+            unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
+                .result()
+                .map_err(|e| driver_error(e, "granting this device access to an imported pool"))?;
+        }
+        let pool = ImportedPool(pool);
+        imported.push((pool_id, pool));
+        Ok(pool)
+    }
+
+    /// Frees an allocation opened with [`Gpu::import_pointer`], after
+    /// dlbridge's work on this device (its exporter may reuse it at once).
+    pub fn free_imported(&self, ptr: sys::CUdeviceptr) {
+        let Ok(_ctx) = self.bind() else {
+            return;
+        };
+        // SAFETY: ptr was imported on this device and is freed exactly once
+        // (its owner's Drop), after every use queued on STREAM has finished.
+        unsafe {
+            let _ = cu::stream::synchronize(STREAM);
+            let _ = cu::free_sync(ptr);
         }
     }
 
@@ -383,12 +566,57 @@ impl Gpu {
     }
 }
 
-fn create_pool(ordinal: u32) -> Result<sys::CUmemoryPool> {
+/// dlbridge's pool of one device, exported: the descriptor other processes
+/// import it from, and the id they know it by.
+pub struct PoolExport {
+    pub fd: OwnedFd,
+    pub id: [u8; 16],
+}
+
+impl PoolExport {
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A pool imported from another process (kept for the process's life).
+#[derive(Clone, Copy)]
+struct ImportedPool(sys::CUmemoryPool);
+
+// SAFETY: a pool handle is a process-wide driver object usable from any thread.
+unsafe impl Send for ImportedPool {}
+
+/// The device whose UUID is `uuid` (trying ordinal `hint` first), if this
+/// process can see it.
+pub fn gpu_with_uuid(uuid: [u8; 16], hint: u32) -> Result<&'static Gpu> {
+    let count = device_count() as u32;
+    let order = std::iter::once(hint).chain((0..count).filter(|&i| i != hint));
+    for ordinal in order.filter(|&i| i < count) {
+        let gpu = gpu(ordinal)?;
+        if gpu.uuid()? == uuid {
+            return Ok(gpu);
+        }
+    }
+    if count == 0 {
+        return Err(Error::no_cuda(Device::cuda(Some(hint))));
+    }
+    Err(crate::err!(
+        InvalidDevice,
+        "the GPU this CUDA tensor lives on (cuda:{hint} in the process that sent it) is not visible in \
+         this process (check CUDA_VISIBLE_DEVICES)"
+    ))
+}
+
+fn create_pool(ordinal: u32, exportable: bool) -> Result<sys::CUmemoryPool> {
     // SAFETY: an all-zero CUmemPoolProps is its documented default; the
     // fields that matter are set below.
     let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
     props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
+    props.handleTypes = if exportable {
+        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+    } else {
+        sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE
+    };
     props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = ordinal as i32;
     // SAFETY: props is fully initialised.

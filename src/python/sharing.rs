@@ -8,8 +8,11 @@
 //! its byte length, and the tensor's own description (dtype, element shape,
 //! strides and offset inside the storage, read-only, requires_grad): views
 //! send their storage and their layout, so no byte is copied whatever the
-//! size. The receiver trusts none of it: the segment is checked
-//! (`storage::SharedSegment::open`) and the description goes through
+//! size. A CUDA tensor travels the same way as a CUDA IPC handle of its
+//! storage (`backend::CudaIpcHandle`: dlbridge's pool as a descriptor, the
+//! driver's record of the allocation). The receiver trusts none of it: the
+//! segment is checked (`storage::SharedSegment::open`; the driver and the
+//! allocation's size check a CUDA handle) and the description goes through
 //! `foreign::view_in`, which refuses anything reaching outside the storage.
 //!
 //! Layer: above `tensor` only; `methods` and `mod.rs` use it.
@@ -19,14 +22,16 @@
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
+use crate::backend::{Accelerator as _, CudaIpcHandle};
 use crate::storage::{SharedSegment, Storage};
 use crate::{DType, Tensor, err, foreign};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
 use std::sync::Arc;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_rebuild_shared_fd, m)?)
+    m.add_function(wrap_pyfunction!(_rebuild_shared_fd, m)?)?;
+    m.add_function(wrap_pyfunction!(_rebuild_shared_cuda, m)?)
 }
 
 /// `Tensor.share_memory_()`: moves the storage into shared memory (see
@@ -58,33 +63,81 @@ fn element_layout(t: &Tensor) -> crate::Result<(Vec<isize>, usize)> {
 }
 
 /// `Tensor._share_handle()`: what the `multiprocessing` reducer sends, or
-/// `None` for a tensor that is not shared (it goes by value, pickled).
+/// `None` for a host tensor that is not shared (it goes by value, pickled).
 /// A host tensor: `("fd", descriptor, storage bytes, dtype name, shape,
 /// element strides, element offset, read_only, requires_grad)`; the
 /// descriptor stays the storage's (`multiprocessing.reduction.DupFd`
-/// duplicates it).
+/// duplicates it). A CUDA tensor: `("cuda", pool descriptor, pool id,
+/// device, device UUID, allocation record, address, storage bytes, ...)`
+/// and the same description; the pool descriptor stays dlbridge's.
 pub(crate) fn share_handle<'py>(
     slf: &Bound<'py, PyTensor>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let py = slf.py();
     let this = slf.get();
     let t = &this.inner;
-    let Some(segment) = t.storage().shared_segment() else {
+    let head: Vec<Bound<'py, PyAny>> = if !t.device().is_cpu() {
+        let h = crate::cuda::Cuda.export_ipc(t.storage()).py()?;
+        vec![
+            "cuda".into_pyobject(py)?.into_any(),
+            h.pool_fd.into_pyobject(py)?.into_any(),
+            PyBytes::new(py, &h.pool_id).into_any(),
+            h.device.into_pyobject(py)?.into_any(),
+            PyBytes::new(py, &h.uuid).into_any(),
+            PyBytes::new(py, &h.pointer).into_any(),
+            h.address.into_pyobject(py)?.into_any(),
+            h.len.into_pyobject(py)?.into_any(),
+        ]
+    } else if let Some(segment) = t.storage().shared_segment() {
+        vec![
+            "fd".into_pyobject(py)?.into_any(),
+            segment.fd().into_pyobject(py)?.into_any(),
+            t.storage().len().into_pyobject(py)?.into_any(),
+        ]
+    } else {
         return Ok(None);
     };
     let (strides, offset) = element_layout(t).py()?;
-    let handle = (
-        "fd",
-        segment.fd(),
-        t.storage().len(),
-        t.dtype().name(),
-        PyTuple::new(py, t.shape())?,
-        PyTuple::new(py, strides)?,
-        offset,
-        t.is_read_only(),
-        this.requires_grad(),
-    );
-    Ok(Some(handle.into_pyobject(py)?))
+    let description = [
+        t.dtype().name().into_pyobject(py)?.into_any(),
+        PyTuple::new(py, t.shape())?.into_any(),
+        PyTuple::new(py, strides)?.into_any(),
+        offset.into_pyobject(py)?.into_any(),
+        pyo3::types::PyBool::new(py, t.is_read_only())
+            .to_owned()
+            .into_any(),
+        pyo3::types::PyBool::new(py, this.requires_grad())
+            .to_owned()
+            .into_any(),
+    ];
+    let items: Vec<Bound<'py, PyAny>> = head.into_iter().chain(description).collect();
+    Ok(Some(PyTuple::new(py, items)?))
+}
+
+/// The tensor `description` gives inside `storage`, as a Python tensor.
+fn rebuilt(
+    storage: Arc<Storage>,
+    dtype: DType,
+    shape: &[i64],
+    strides: &[i64],
+    offset: i64,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let t = foreign::view_in(storage, shape, strides, offset, dtype).py()?;
+    let out = PyTensor::new(t);
+    out.set_requires_grad(requires_grad)?;
+    Ok(out)
+}
+
+fn dtype_named(name: &str) -> PyResult<DType> {
+    DType::from_name(name)
+        .ok_or_else(|| {
+            err!(
+                InvalidTensor,
+                "unknown dtype '{name}' in a shared tensor's handle"
+            )
+        })
+        .py()
 }
 
 /// Rebuilds a tensor from a shared segment's descriptor `fd` (which the
@@ -103,18 +156,56 @@ fn _rebuild_shared_fd(
     read_only: bool,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let dtype = DType::from_name(dtype)
-        .ok_or_else(|| {
-            err!(
-                InvalidTensor,
-                "unknown dtype '{dtype}' in a shared tensor's handle"
-            )
-        })
-        .py()?;
+    let dtype = dtype_named(dtype)?;
     let segment = SharedSegment::open(fd, nbytes, read_only).py()?;
     let storage = Arc::new(Storage::from_shared(segment, read_only));
-    let t = foreign::view_in(storage, &shape, &strides, offset, dtype).py()?;
-    let out = PyTensor::new(t);
-    out.set_requires_grad(requires_grad)?;
-    Ok(out)
+    rebuilt(storage, dtype, &shape, &strides, offset, requires_grad)
+}
+
+/// `N` bytes of a handle, or a `BufferError` naming the field.
+fn fixed<const N: usize>(bytes: &[u8], what: &str) -> PyResult<[u8; N]> {
+    bytes
+        .try_into()
+        .map_err(|_| {
+            err!(
+                InvalidTensor,
+                "invalid CUDA IPC handle: {what} has {} bytes, not {N}",
+                bytes.len()
+            )
+        })
+        .py()
+}
+
+/// Rebuilds a CUDA tensor from a CUDA IPC handle: `pool_fd` is this
+/// process's copy of the exporting pool's descriptor (the caller keeps and
+/// closes it), the rest is what the sender's `_share_handle()` gave.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _rebuild_shared_cuda(
+    pool_fd: i32,
+    pool_id: &[u8],
+    device: u32,
+    uuid: &[u8],
+    pointer: &[u8],
+    address: u64,
+    nbytes: usize,
+    dtype: &str,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    offset: i64,
+    read_only: bool,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let handle = CudaIpcHandle {
+        pool_fd,
+        pool_id: fixed(pool_id, "the pool id")?,
+        device,
+        uuid: fixed(uuid, "the device UUID")?,
+        pointer: fixed(pointer, "the allocation record")?,
+        address,
+        len: nbytes,
+    };
+    let dtype = dtype_named(dtype)?;
+    let storage = crate::cuda::Cuda.import_ipc(&handle, read_only).py()?;
+    rebuilt(storage, dtype, &shape, &strides, offset, requires_grad)
 }

@@ -173,6 +173,11 @@ impl Storage {
         self.read_only
     }
 
+    /// What keeps the storage's original memory alive.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
     /// The shared-memory segment this storage's bytes are in, if they are:
     /// a received one, or where [`share_memory`](Self::share_memory) moved them.
     pub fn shared_segment(&self) -> Option<&SharedSegment> {

@@ -1,26 +1,24 @@
 """Shared memory between processes: share_memory_(), is_shared(), and tensors through
 real multiprocessing queues and pipes (spawn, forkserver and fork) as handles.
 
-Every wait is bounded (TIMEOUT) and every child is killed at the end of its test;
-nothing sleeps to synchronise: parent and child take turns over the channel itself.
-A child reports its own failures back as ("error", traceback) instead of timing out.
+Every wait is bounded (mp_channels.TIMEOUT) and every child is joined or killed at the
+end of its test; nothing sleeps to synchronise: parent and child take turns over the
+channel itself, and a child's failure comes back as its traceback.
 """
 
 import contextlib
-import functools
-import gc
 import multiprocessing as mp
 import os
 import pickle
 import signal
-import traceback
 from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 import pytest
 
 import dlbridge as db
-from conftest import ASAN_RUNTIME, collect
+from conftest import collect
+from mp_channels import TIMEOUT, channel, reply, reporting, start  # noqa: F401 - start is a fixture
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs Linux's /proc"),
@@ -29,114 +27,12 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning"),
 ]
 
-TIMEOUT = 60  # seconds any one wait may take (spawned children import numpy and dlbridge)
 METHODS = [m for m in ("spawn", "forkserver", "fork") if m in mp.get_all_start_methods()]
 SEGMENT_NAME = "memfd:dlbridge-shared"
 
 DTYPES = sorted({getattr(db, n) for n in dir(db) if isinstance(getattr(db, n), db.dtype)}, key=str)
 # The integer dtype of each element size, to read and write any dtype's bits.
 TWIN = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}
-
-
-# ----------------------------------------------------------------- plumbing
-class QueueEnd:
-    """One end of a two-way channel made of two multiprocessing queues."""
-
-    def __init__(self, out, inp):
-        self.out, self.inp = out, inp
-
-    def send(self, x):
-        self.out.put(x)
-
-    def recv(self):
-        return self.inp.get(timeout=TIMEOUT)
-
-
-class PipeEnd:
-    """One end of a duplex multiprocessing pipe, with bounded waits."""
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def send(self, x):
-        self.conn.send(x)
-
-    def recv(self):
-        if not self.conn.poll(TIMEOUT):
-            raise TimeoutError(f"nothing arrived within {TIMEOUT} s")
-        return self.conn.recv()
-
-
-def channel(ctx, kind):
-    """(parent end, child end) of a Queue or Pipe channel."""
-    if kind == "queue":
-        a, b = ctx.Queue(), ctx.Queue()
-        return QueueEnd(a, b), QueueEnd(b, a)
-    p, c = ctx.Pipe()
-    return PipeEnd(p), PipeEnd(c)
-
-
-@contextlib.contextmanager
-def child_env():
-    """Under `make test-asan` spawned interpreters need the ASan runtime preloaded
-    (conftest takes it out of this process's environment)."""
-    if not ASAN_RUNTIME:
-        yield
-        return
-    old = os.environ.get("LD_PRELOAD")
-    os.environ["LD_PRELOAD"] = ASAN_RUNTIME
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("LD_PRELOAD", None)
-        else:
-            os.environ["LD_PRELOAD"] = old
-
-
-@pytest.fixture
-def start():
-    """start(method, target, *args) -> a started Process; all are joined or killed after the test."""
-    procs = []
-
-    def run(method, target, *args):
-        ctx = mp.get_context(method)
-        p = ctx.Process(target=target, args=args, daemon=True)
-        with child_env():
-            p.start()
-        procs.append(p)
-        return p
-
-    yield run
-    for p in procs:
-        p.join(TIMEOUT)
-        if p.is_alive():
-            p.kill()
-            p.join(TIMEOUT)
-            pytest.fail(f"child {p.pid} did not finish within {TIMEOUT} s")
-
-
-def reply(end, ok=None):
-    """What a child's answer was, raising the child's own traceback if it failed."""
-    msg = end.recv()
-    if isinstance(msg, tuple) and msg and msg[0] == "error":
-        pytest.fail(f"the child failed:\n{msg[1]}")
-    if ok is not None:
-        assert msg[0] == ok, msg
-    return msg
-
-
-def reporting(body):
-    """Runs a child's body; any failure goes back to the parent as ("error", traceback)."""
-
-    @functools.wraps(body)  # picklable by name: spawned children look it up in this module
-    def child(end, *args):
-        try:
-            body(end, *args)
-        except BaseException:  # noqa: BLE001 - the parent reports it
-            end.send(("error", traceback.format_exc()))
-
-    return child
 
 
 def segment_inode(t):
@@ -565,3 +461,31 @@ def test_the_reducer_is_registered_when_multiprocessing_is_imported_later():
     )
     out = run_python(code)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+# ------------------------------------------------ CUDA handles, without a GPU
+def cuda_handle(fd, **change):
+    h = dict(pool_fd=fd, pool_id=bytes(16), device=0, uuid=bytes(16), pointer=bytes(64), address=0,
+             nbytes=16, dtype="float32", shape=(4,), strides=(1,), offset=0, read_only=False,
+             requires_grad=False)
+    h.update(change)
+    return h
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(pool_id=bytes(15)), "the pool id has 15 bytes, not 16"),
+    (dict(uuid=bytes(17)), "the device UUID has 17 bytes, not 16"),
+    (dict(pointer=b""), "the allocation record has 0 bytes, not 64"),
+    (dict(dtype="complex256"), "unknown dtype"),
+])
+def test_malformed_cuda_handles_raise(change, match):
+    with open(os.devnull) as f:
+        with pytest.raises(BufferError, match=match):
+            db._core._rebuild_shared_cuda(*cuda_handle(f.fileno(), **change).values())
+
+
+def test_a_cuda_handle_nobody_can_open_raises():
+    """Without a GPU: no CUDA; with one: no device of that UUID (or a refused record)."""
+    with open(os.devnull) as f:
+        with pytest.raises(RuntimeError):
+            db._core._rebuild_shared_cuda(*cuda_handle(f.fileno()).values())
