@@ -4,9 +4,9 @@
 //! and strides, `repr`).
 //!
 //! Layer: above `args`; only `methods` uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda -> methods -> mod.rs)
+//! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use super::args::{Target, normalize_dim, to_target};
 use super::device::extract_opt_device;

@@ -2,9 +2,9 @@
 //! and reading a `dtype=` argument.
 //!
 //! Layer: a leaf; whatever takes a `dtype=` argument uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda -> methods -> mod.rs)
+//! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use crate::DType;
 use pyo3::exceptions::PyTypeError;

@@ -11,9 +11,9 @@
 //!
 //! Layer: above `capsule` and `tensor`; `dlpack_export` and `dlpack_import`
 //! use it (the table, the counters).
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda -> methods -> mod.rs)
+//! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use super::capsule::take_managed;
 use super::errors::IntoPyResult;
@@ -37,6 +37,14 @@ pub(crate) static IMPORTS: AtomicU64 = AtomicU64::new(0);
 static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// Exports through the Python-level `Tensor.__dlpack__`, for comparison.
 pub(crate) static PROTOCOL_EXPORTS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one `__dlpack__` export. Callers hold the GIL, which orders
+/// them, so a plain load and store will do: a locked add would cost a
+/// tenth of the whole export.
+pub(crate) fn count_protocol_export(_py: Python<'_>) {
+    let n = PROTOCOL_EXPORTS.load(Ordering::Relaxed);
+    PROTOCOL_EXPORTS.store(n + 1, Ordering::Relaxed);
+}
 
 /// The table is immutable; the wrapper only lets it live in a static.
 struct Table(DLPackExchangeAPI);

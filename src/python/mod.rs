@@ -6,10 +6,12 @@
 //! fails on a cycle):
 //!
 //! ```text
-//! errors, capsule, dtype      leaves: exceptions, raw PyCapsule calls, dtype objects
+//! errors, capsule, dtype,     leaves: exceptions, raw PyCapsule calls, dtype objects,
+//! fastcall                    hand-made fast entry points (__dlpack__, from_dlpack)
 //!   -> device                 device objects and arguments
 //!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
 //!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
+//!   -> pickle                 __reduce_ex__, its reconstructor, copy and deepcopy
 //!   -> args                   argument parsing: sizes, dims, numbers, operands, to()
 //!   -> nested, exchange_api   nested Python data; dlbridge's C exchange API table
 //!   -> dlpack_export,         the DLPack producer (__dlpack__, __dlpack_device__)
@@ -34,10 +36,12 @@ mod dlpack_import;
 mod dtype;
 mod errors;
 mod exchange_api;
+mod fastcall;
 mod index;
 mod methods;
 mod nested;
 mod numpy;
+mod pickle;
 mod sharing;
 mod tensor;
 
@@ -46,12 +50,16 @@ use pyo3::prelude::*;
 #[pymodule]
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
-    dlpack_export::install(&m.py().get_type::<tensor::PyTensor>())?;
+    fastcall::install_method::<dlpack_export::DlpackMethod>(
+        &m.py().get_type::<tensor::PyTensor>(),
+        c"__dlpack__",
+    )?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;
     creation::register(m)?;
     numpy::register(m)?;
+    pickle::register(m)?;
     dlpack_import::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;

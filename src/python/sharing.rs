@@ -16,7 +16,7 @@
 //! `foreign::view_in`, which refuses anything reaching outside the storage.
 //!
 //! Layer: above `tensor` only; `methods` and `mod.rs` use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda, sharing -> methods -> mod.rs)
 
