@@ -124,6 +124,8 @@ impl Checked {
 /// `as_strided` does. Negative sizes or offsets, overflowing strides and
 /// any element outside `storage` are refused (`ErrorKind::InvalidTensor`),
 /// so no such description ever builds a view reaching past the memory.
+// Only the Python layer (pickles, process handles) takes such descriptions so far.
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
 pub fn view_in(
     storage: Arc<Storage>,
     shape: &[i64],
@@ -135,7 +137,8 @@ pub fn view_in(
     let refuse = |why: String| {
         err!(
             InvalidTensor,
-            "invalid tensor description (shape {shape:?}, strides {strides:?}, storage offset              {offset}, {itemsize}-byte {}) for a storage of {} bytes: {why}",
+            "invalid tensor description (shape {shape:?}, strides {strides:?}, storage offset \
+             {offset}, {itemsize}-byte {}) for a storage of {} bytes: {why}",
             dtype.name(),
             storage.len()
         )

@@ -5,7 +5,7 @@
 //!
 //! Layer: above `tensor` and `numpy` (a tensor or an ndarray is a valid
 //! argument), below every module that implements a method.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

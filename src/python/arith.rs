@@ -5,7 +5,7 @@
 //!
 //! Layer: above `args` (operands) and `creation` (`copy_` takes any data
 //! `tensor()` takes); only `methods` uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

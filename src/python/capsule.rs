@@ -6,7 +6,7 @@
 //!
 //! Layer: a leaf; it knows nothing else of `python/`. `dlpack_export` makes
 //! capsules with it, `dlpack_import` and `exchange_api` take them.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

@@ -4,7 +4,7 @@
 //! and strides, `repr`).
 //!
 //! Layer: above `args`; only `methods` uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

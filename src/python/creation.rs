@@ -4,7 +4,7 @@
 //!
 //! Layer: above the readers of data (`numpy`, `nested`, `dlpack_import`);
 //! `arith` and `index` use `tensor_from_data`, `methods` the constructor.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

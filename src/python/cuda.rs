@@ -2,7 +2,7 @@
 //! `__cuda_array_interface__` of CUDA tensors.
 //!
 //! Layer: above `device` and `tensor`; `methods` and `mod.rs` use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

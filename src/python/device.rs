@@ -1,7 +1,7 @@
 //! `dlbridge.device`, and reading the many ways PyTorch lets users name one.
 //!
 //! Layer: above `errors` only; whatever takes a `device=` argument uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

@@ -16,7 +16,7 @@
 //!
 //! Layer: above `capsule`, `tensor` and `exchange_api` (the table and the
 //! export counters); `methods` and `mod.rs` (which installs `__dlpack__`) use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

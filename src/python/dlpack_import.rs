@@ -7,7 +7,7 @@
 //!
 //! Layer: above `capsule`, `device`, `tensor` and `exchange_api` (its import
 //! counter); `creation` and `mod.rs` use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

@@ -2,7 +2,7 @@
 //! and reading a `dtype=` argument.
 //!
 //! Layer: a leaf; whatever takes a `dtype=` argument uses it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

@@ -2,7 +2,7 @@
 //! mistake, and the type name that error messages quote.
 //!
 //! Layer: a leaf; every other file of `python/` may use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

@@ -11,7 +11,7 @@
 //!
 //! Layer: above `capsule` and `tensor`; `dlpack_export` and `dlpack_import`
 //! use it (the table, the counters).
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

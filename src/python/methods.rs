@@ -5,7 +5,7 @@
 //! a vectorcall descriptor installed by `dlpack_export::install`.
 //!
 //! Layer: the top of the tensor layer, below only `mod.rs`.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 
@@ -14,7 +14,7 @@ use super::device::PyDevice;
 use super::dtype::{PyDType, dtype_object};
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
-use super::{arith, convert, creation, cuda, dlpack_export, index, numpy};
+use super::{arith, convert, creation, cuda, dlpack_export, index, numpy, pickle};
 use crate::{BinaryOp, CompareOp, DType, Tensor, ops};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -645,6 +645,20 @@ impl PyTensor {
     #[getter]
     fn __cuda_array_interface__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
         cuda::array_interface(slf)
+    }
+
+    // ----- pickling and copying -----
+
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        pickle::reduce_ex(slf, protocol)
+    }
+
+    fn __copy__(&self) -> PyTensor {
+        pickle::shallow_copy(self)
+    }
+
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        pickle::deep_copy(py, self)
     }
 
     // ----- display -----

@@ -10,6 +10,7 @@
 //!   -> device                 device objects and arguments
 //!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
 //!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
+//!   -> pickle                 __reduce_ex__, its reconstructor, copy and deepcopy
 //!   -> args                   argument parsing: sizes, dims, numbers, operands, to()
 //!   -> nested, exchange_api   nested Python data; dlbridge's C exchange API table
 //!   -> dlpack_export,         the DLPack producer (__dlpack__, __dlpack_device__)
@@ -37,6 +38,7 @@ mod index;
 mod methods;
 mod nested;
 mod numpy;
+mod pickle;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -50,6 +52,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dtype::add_dtypes(m)?;
     creation::register(m)?;
     numpy::register(m)?;
+    pickle::register(m)?;
     dlpack_import::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;

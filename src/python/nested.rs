@@ -4,7 +4,7 @@
 //!
 //! Layer: above `args` (numbers) and `numpy` (NumPy scalars' dtypes), used by
 //! `creation` only.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 

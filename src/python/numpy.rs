@@ -5,7 +5,7 @@
 //!
 //! Layer: just above `tensor`; `args` (ndarray operands), `nested`,
 //! `creation` and `methods` use it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 
@@ -188,7 +188,7 @@ fn ml_dtypes_descr(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr
 }
 
 /// The NumPy dtype for `dt` (a new reference, as PyArray_NewFromDescr wants).
-fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
+pub(crate) fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
     let num = match dt {
         DType::Bool => NPY_TYPES::NPY_BOOL,
         DType::U8 => NPY_TYPES::NPY_UBYTE,
@@ -220,7 +220,10 @@ fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
 }
 
 /// An ndarray viewing `t`'s memory, whose base object `owner` keeps it alive.
-fn ndarray_over<'py>(owner: &Bound<'py, PyAny>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn ndarray_over<'py>(
+    owner: &Bound<'py, PyAny>,
+    t: &Tensor,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = owner.py();
     let descr = descr_for(py, t.dtype())?;
     let mut dims: Vec<numpy::npyffi::npy_intp> = t.shape().iter().map(|&n| n as isize).collect();

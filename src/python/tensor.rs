@@ -4,7 +4,7 @@
 //!
 //! Layer: the bottom of the tensor layer; it depends only on the crate core
 //! and `errors`, and everything that takes or makes tensors sits above it.
-//! (errors, capsule, dtype -> device -> tensor -> numpy -> args -> nested,
+//! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
 //! arith, index, cuda -> methods -> mod.rs)
 
