@@ -83,6 +83,30 @@ def square_sum(t):
     return float((t * t).sum().item())
 
 
+def gloo_rank(rank, world, init_file, out):
+    """One rank of a torch.distributed group (gloo, on the loopback interface):
+    an all_reduce on torch's zero-copy view of a dlbridge tensor, which sums
+    into dlbridge's memory, and all_gather_object of dlbridge tensors, which
+    pickles them. Puts (rank, the reduced tensor's values, what was gathered)
+    on `out`."""
+    import datetime
+
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        t = db.full((4,), float(rank + 1))
+        dist.all_reduce(torch.from_dlpack(t))
+        gathered = [None] * world
+        dist.all_gather_object(gathered, db.arange(3, dtype=db.int64) * (rank + 1))
+        out.put((rank, t.tolist(), [(type(g).__name__, str(g.dtype), g.tolist()) for g in gathered]))
+    finally:
+        dist.destroy_process_group()
+
+
 class TensorDataset:
     """A map-style dataset for torch's DataLoader whose items hold dlbridge
     tensors, and say which DataLoader worker (and process) made them."""

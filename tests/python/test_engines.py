@@ -289,6 +289,27 @@ def test_dask_processes_share_nothing():
                 "a pipe): no engine's tensor crosses it zero-copy or shared")
 
 
+# ------------------------------------------------ torch.distributed (gloo)
+def test_torch_distributed_gloo(tmp_path):
+    """Two spawned ranks: collectives run on torch.from_dlpack(t), a zero-copy view,
+    so they write into the dlbridge tensor; *_object collectives pickle dlbridge
+    tensors."""
+    queue = SPAWN.Queue()
+    ranks = [SPAWN.Process(target=ew.gloo_rank, args=(r, 2, str(tmp_path / "rendezvous"), queue)) for r in range(2)]
+    for p in ranks:
+        p.start()
+    try:
+        results = sorted(queue.get(timeout=WAIT) for _ in ranks)
+    finally:
+        for p in ranks:
+            p.join(WAIT)
+            if p.is_alive():
+                p.kill()
+    assert [p.exitcode for p in ranks] == [0, 0]
+    gathered = [("Tensor", "dlbridge.int64", [0, 1, 2]), ("Tensor", "dlbridge.int64", [0, 2, 4])]
+    assert results == [(0, [3.0] * 4, gathered), (1, [3.0] * 4, gathered)]
+
+
 # ------------------------------------------------------------------- Ray
 # Ray's own settings, read when ray is imported: its servers take the loopback
 # address as the node's and listen there only (on Linux Ray otherwise picks the
@@ -354,11 +375,17 @@ class TestRay:
         # torch's tensor in dlbridge's place comes out as a private, writable copy
         x = ray.get(ray.put(torch.arange(2**18, dtype=torch.float32)), timeout=WAIT)
         assert ew.mapping_of(x.data_ptr()) != store
-        # the store keeps the object while the tensor uses it, ref dropped or not
+        # The store keeps the object while the tensor uses it, though its ref is
+        # gone: objects that fill the store many times over do not overwrite it.
         del arr, x
         gc.collect()
+        for _ in range(6):
+            ray.get(ray.put(np.full(8 * 2**20, 7.0, dtype=np.float32)), timeout=WAIT)  # 32 MiB each
         assert ew.mapping_of(got.data_ptr()) == store
-        assert got.sum().item() == float(sum(range(2**18)))
+        assert got.sum().item() == float(sum(range(2**18))) and got[-1].item() == 2**18 - 1
+        # and a tensor read out of the store goes back into it
+        again = ray.get(ray.put(got[::2]), timeout=WAIT)
+        assert again.is_read_only and again.tolist() == got[::2].tolist()
 
     def test_put_get_every_kind(self, ray_session):
         ray = ray_session
