@@ -255,17 +255,20 @@ def test_default_collate_refuses_dlbridge_tensors():
 
 
 # ------------------------------------------------------- Dask (processes)
-def dask_compute(*values):
-    import dask
+@pytest.fixture(scope="module")
+def dask():
+    return pytest.importorskip("dask")
 
-    return within(WAIT, dask.compute, *values, scheduler="processes", num_workers=1)
+
+def dask_compute(dask, *values, scheduler="processes"):
+    return within(WAIT, dask.compute, *values, scheduler=scheduler, num_workers=1)
 
 
-def test_dask_delayed_processes():
-    from dask import delayed
-
+def test_dask_delayed_processes(dask):
+    delayed = dask.delayed
     sent = cases()
     who, echoed, total = dask_compute(
+        dask,
         delayed(ew.whoami)(),
         delayed(ew.echo)([t for _, t in sent]),
         # a graph: two tasks' tensors feed a third (they pass through this process)
@@ -276,14 +279,21 @@ def test_dask_delayed_processes():
     assert type(total) is db.Tensor and total.item() == 25.0 - 3.0
 
 
-def test_dask_processes_share_nothing():
+def test_dask_threads_share_the_tensor(dask):
+    """Dask's default scheduler for delayed runs tasks on threads: nothing is
+    pickled, a task gets the caller's very tensor."""
+    t = db.arange(4.0)
+    assert dask_compute(dask, dask.delayed(ew.add_into)(t, 1), scheduler="threads") == ([1.0, 2.0, 3.0, 4.0],)
+    assert t.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_dask_processes_share_nothing(dask):
     """Dask's processes scheduler pickles in band (cloudpickle) through a pipe, so a
     child's edit never reaches the caller, not even for torch's shared tensors."""
     import torch
-    from dask import delayed
 
     x = torch.arange(4.0).share_memory_()
-    assert dask_compute(delayed(ew.add_into_torch)(x, 1)) == ([1.0, 2.0, 3.0, 4.0],)
+    assert dask_compute(dask, dask.delayed(ew.add_into_torch)(x, 1)) == ([1.0, 2.0, 3.0, 4.0],)
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
     pytest.skip("Dask's processes scheduler copies every argument and result (in-band pickles through "
                 "a pipe): no engine's tensor crosses it zero-copy or shared")
@@ -410,6 +420,9 @@ class TestRay:
         on_tensor, on_array = ray.get([where.remote(t), where.remote(a)], timeout=WAIT)
         assert on_array[0] and not on_array[0].startswith("[")
         assert on_tensor == on_array == (on_array[0], True, 2.0**19)
+        # a small argument travels inside the task instead: not in the store, read-only still
+        small = ray.get(where.remote(db.full((16,), 0.5)), timeout=WAIT)
+        assert small[0] != on_array[0] and small[1:] == (True, 8.0)
 
     def test_results_feed_other_tasks(self, ray_session):
         ray = ray_session
