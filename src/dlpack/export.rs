@@ -25,26 +25,6 @@ pub struct ExportOptions {
     pub version: Option<DLPackVersion>,
 }
 
-/// Dimensions stored inside the export block itself, so the common case
-/// costs one allocation (and one free in the deleter).
-const INLINE_DIMS: usize = 8;
-
-/// Shape then strides, for the DLTensor to point into.
-enum Dims {
-    Inline([i64; 2 * INLINE_DIMS]),
-    Heap(Vec<i64>),
-}
-
-impl Dims {
-    /// The `2 * ndim` meaningful values.
-    fn values(&self, ndim: usize) -> &[i64] {
-        match self {
-            Dims::Inline(a) => &a[..2 * ndim],
-            Dims::Heap(v) => &v[..2 * ndim],
-        }
-    }
-}
-
 /// Points a DLTensor's shape and strides into `dims` (shape then strides).
 ///
 /// # Safety
@@ -62,58 +42,81 @@ unsafe fn point_into(dl: &mut DLTensor, dims: *mut i64, ndim: usize) {
 /// `dims`, filled on first use by whoever owns the view's lifetime (the
 /// tensor object or handle), so the view stays valid as long as that does.
 pub fn borrowed_view(t: &Tensor, dims: &std::sync::OnceLock<Box<[i64]>>) -> Result<DLTensor> {
-    let (mut dl, fresh) = describe(t)?;
+    let mut dl = describe(t)?;
     let ndim = t.ndim();
-    let stored = dims.get_or_init(|| fresh.values(ndim).into());
+    let stored = dims.get_or_init(|| {
+        let mut fresh = vec![0i64; 2 * ndim].into_boxed_slice();
+        fill_dims(t, &mut fresh);
+        fresh
+    });
     // SAFETY: stored holds 2 * ndim values and lives as long as `dims`.
     unsafe { point_into(&mut dl, stored.as_ptr() as *mut i64, ndim) };
     Ok(dl)
 }
 
+/// One export: the header the consumer sees first (so the header pointer
+/// is the block pointer), then what only dlbridge reads, then `2 * ndim`
+/// int64 (shape, then strides) in the same allocation, as NumPy lays its
+/// exports out: one allocation per export and one free in the deleter.
 #[repr(C)]
 struct Exported<H> {
     header: H,
-    dims: Dims,
-    _storage: Arc<Storage>,
+    /// Keeps the memory alive until the deleter runs.
+    storage: Arc<Storage>,
+    /// The rank the block was sized for. The deleter reads this private
+    /// copy, never the header, which the consumer may have written to.
+    ndim: usize,
+    dims: [i64; 0],
 }
 
-/// Boxes the header with its dims and storage, then points the header's
-/// shape/strides into the (now address-stable) block, and its `manager_ctx`
-/// at the block: dlbridge's deleter never reads it, but some consumers
-/// (PaddlePaddle) never call the deleter of a tensor whose context is NULL.
+impl<H> Exported<H> {
+    /// The block's allocation layout for a tensor of rank `ndim`.
+    fn layout(ndim: usize) -> std::alloc::Layout {
+        let dims = std::alloc::Layout::array::<i64>(2 * ndim).expect("a tensor's rank is small");
+        std::alloc::Layout::new::<Exported<H>>()
+            .extend(dims)
+            .expect("a tensor's rank is small")
+            .0
+            .pad_to_align()
+    }
+}
+
+/// Allocates the block for `t`, writes `header` with its dims and storage
+/// into it in place, then points the header's shape/strides into the block
+/// and its `manager_ctx` at it: dlbridge's deleter never reads it, but some
+/// consumers (PaddlePaddle) never call the deleter of a tensor whose
+/// context is NULL. `describe(t)` must have succeeded.
 fn finish<H>(
     header: H,
     t: &Tensor,
-    dims: Dims,
     fields: impl Fn(&mut H) -> (&mut DLTensor, &mut *mut std::ffi::c_void),
 ) -> *mut H {
-    // The block goes to a raw pointer first and the inner pointers are
-    // derived from that: taken from the Box, they would be invalidated by
-    // `Box::into_raw` under Rust's aliasing rules (Miri catches it).
-    let block = Box::into_raw(Box::new(Exported {
-        header,
-        dims,
-        _storage: t.storage().clone(),
-    }));
     let ndim = t.ndim();
-    // SAFETY: block is a live, uniquely owned allocation until the deleter
-    // frees it; these borrows end before it is handed out.
+    let layout = Exported::<H>::layout(ndim);
+    // SAFETY: the layout has a non-zero size (it holds the header).
+    let block = unsafe { std::alloc::alloc(layout) }.cast::<Exported<H>>();
+    if block.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: block is a fresh allocation of `layout`, uniquely ours until
+    // the deleter frees it: every field is written before any is read, and
+    // the dims follow the struct inside the same allocation.
     unsafe {
-        let base = match &mut (*block).dims {
-            Dims::Inline(a) => a.as_mut_ptr(),
-            Dims::Heap(v) => v.as_mut_ptr(),
-        };
-        // dims holds 2 * ndim values and lives in the block with the header.
+        std::ptr::addr_of_mut!((*block).header).write(header);
+        std::ptr::addr_of_mut!((*block).storage).write(t.storage().clone());
+        std::ptr::addr_of_mut!((*block).ndim).write(ndim);
+        let dims = std::ptr::addr_of_mut!((*block).dims).cast::<i64>();
+        fill_dims(t, std::slice::from_raw_parts_mut(dims, 2 * ndim));
         let (dl_tensor, manager_ctx) = fields(&mut (*block).header);
-        point_into(dl_tensor, base, ndim);
+        point_into(dl_tensor, dims, ndim);
         *manager_ctx = block.cast();
     }
     block.cast()
 }
 
-/// The DLTensor describing `t` (shape and strides are set by [`finish`]),
-/// and the dims it will point into.
-fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
+/// Checks that `t` can be described in DLPack's units and returns the
+/// DLTensor describing it (shape and strides are set by the caller).
+fn describe(t: &Tensor) -> Result<DLTensor> {
     let layout = t.layout();
     let size = t.dtype().size() as isize;
     // A size-1 dimension's stride is never stepped, so any value will do
@@ -129,42 +132,50 @@ fn describe(t: &Tensor) -> Result<(DLTensor, Dims)> {
             size
         ));
     }
-    let ndim = t.ndim();
-    let values = layout
-        .shape
-        .iter()
-        .map(|&n| n as i64)
-        .chain(layout.strides.iter().map(|&s| (s / size) as i64));
-    let dims = if ndim <= INLINE_DIMS {
-        let mut a = [0i64; 2 * INLINE_DIMS];
-        a.iter_mut().zip(values).for_each(|(d, v)| *d = v);
-        Dims::Inline(a)
-    } else {
-        Dims::Heap(values.collect())
-    };
-    let dl = DLTensor {
+    Ok(DLTensor {
         data: t.data_ptr().cast::<c_void>(),
         device: t.device().to_dlpack(),
-        ndim: ndim as i32,
+        ndim: t.ndim() as i32,
         dtype: t.dtype().to_dlpack(),
         shape: std::ptr::null_mut(),
         strides: std::ptr::null_mut(),
         byte_offset: 0,
-    };
-    Ok((dl, dims))
+    })
 }
 
-/// Runs the block's destructor without letting a panic cross the C boundary.
+/// Writes `t`'s shape then its element strides into `out` (`2 * ndim`
+/// values; `describe(t)` has checked the strides are whole elements).
+fn fill_dims(t: &Tensor, out: &mut [i64]) {
+    let layout = t.layout();
+    let size = t.dtype().size() as isize;
+    let (shape, strides) = out.split_at_mut(t.ndim());
+    for (d, &n) in shape.iter_mut().zip(&layout.shape) {
+        *d = n as i64;
+    }
+    for (d, &s) in strides.iter_mut().zip(&layout.strides) {
+        *d = (s / size) as i64;
+    }
+}
+
+/// Frees a block without letting a panic cross the C boundary.
 ///
 /// # Safety
-/// `ptr` must come from `Box::into_raw` of an `Exported<H>` and not be used again.
+/// `ptr` must come from [`finish`] for the same `H` and not be used again.
 unsafe fn free_block<H>(ptr: *mut H) {
     if ptr.is_null() {
         return;
     }
-    // SAFETY: guaranteed by the caller; the header is the first field.
-    let block = unsafe { Box::from_raw(ptr.cast::<Exported<H>>()) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(block)));
+    let block = ptr.cast::<Exported<H>>();
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the caller's promise: the block is live, its fields were
+        // written by `finish`, and `ndim` is the rank it was allocated for.
+        unsafe {
+            let layout = Exported::<H>::layout((*block).ndim);
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*block).header));
+            std::ptr::drop_in_place(std::ptr::addr_of_mut!((*block).storage));
+            std::alloc::dealloc(block.cast(), layout);
+        }
+    }));
 }
 
 unsafe extern "C" fn delete_versioned(ptr: *mut DLManagedTensorVersioned) {
@@ -183,7 +194,7 @@ pub fn export_versioned(
     t: &Tensor,
     options: ExportOptions,
 ) -> Result<*mut DLManagedTensorVersioned> {
-    let (dl_tensor, dims) = describe(t)?;
+    let dl_tensor = describe(t)?;
     let mut flags = DlpackFlags::empty();
     flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
     flags.set(DlpackFlags::IS_COPIED, options.is_copied);
@@ -198,7 +209,7 @@ pub fn export_versioned(
         flags,
         dl_tensor,
     };
-    Ok(finish(header, t, dims, |h| {
+    Ok(finish(header, t, |h| {
         (&mut h.dl_tensor, &mut h.manager_ctx)
     }))
 }
@@ -224,13 +235,13 @@ pub fn export_legacy(t: &Tensor) -> Result<*mut DLManagedTensor> {
             t.dtype().name()
         ));
     }
-    let (dl_tensor, dims) = describe(t)?;
+    let dl_tensor = describe(t)?;
     let header = DLManagedTensor {
         dl_tensor,
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_legacy),
     };
-    Ok(finish(header, t, dims, |h| {
+    Ok(finish(header, t, |h| {
         (&mut h.dl_tensor, &mut h.manager_ctx)
     }))
 }

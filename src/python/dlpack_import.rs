@@ -15,6 +15,7 @@ use super::capsule::{self, Taken};
 use super::device::extract_opt_device;
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
+use super::fastcall::{self, Args, FastCall, intern_once};
 use super::numpy::{is_exact_ndarray, tensor_from_ndarray};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
@@ -27,14 +28,43 @@ use dlpark::ffi::{
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyString, PyType};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(from_dlpack, m)?)
+    fastcall::add_function::<FromDlpack>(m, c"from_dlpack")
+}
+
+/// `from_dlpack` as a fast entry point (see `fastcall.rs`): it is the
+/// hottest import path.
+struct FromDlpack;
+
+impl FastCall for FromDlpack {
+    const NAME: &'static str = "from_dlpack";
+    const DOC: &'static std::ffi::CStr = c"from_dlpack(x, /, *, device=None, copy=None)\n--\n\n\
+A tensor sharing the memory of any DLPack producer (or capsule), as torch.from_dlpack: \
+zero-copy unless `copy=True` or another `device` asks for a copy.";
+    const POSITIONAL: &'static [&'static str] = &["x"];
+    const KEYWORDS: &'static [&'static str] = &["device", "copy"];
+
+    fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
+        static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+        intern_once(py, &NAMES, Self::KEYWORDS)
+    }
+
+    fn call(
+        py: Python<'_>,
+        _slf: *mut pyo3::ffi::PyObject,
+        args: Args<'_, '_>,
+    ) -> PyResult<Py<PyAny>> {
+        let [device, copy, ..] = args.keywords;
+        let copy = copy.map(|c| c.extract::<bool>()).transpose()?;
+        let t = from_dlpack(&args.positional[0], device.as_deref(), copy)?;
+        Ok(Py::new(py, t)?.into_any())
+    }
 }
 
 /// What `from_dlpack` says of an object that is neither a producer nor a DLPack capsule.
@@ -161,8 +191,6 @@ pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
 /// `from_dlpack(x, /, *, device=None, copy=None)` with the array API's meaning:
 /// zero-copy by default, `copy=True` always copies, `copy=False` never does,
 /// and `device` places the result (copying only when it differs).
-#[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None))]
 fn from_dlpack(
     x: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,

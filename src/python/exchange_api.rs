@@ -38,6 +38,14 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// Exports through the Python-level `Tensor.__dlpack__`, for comparison.
 pub(crate) static PROTOCOL_EXPORTS: AtomicU64 = AtomicU64::new(0);
 
+/// Counts one `__dlpack__` export. Callers hold the GIL, which orders
+/// them, so a plain load and store will do: a locked add would cost a
+/// tenth of the whole export.
+pub(crate) fn count_protocol_export(_py: Python<'_>) {
+    let n = PROTOCOL_EXPORTS.load(Ordering::Relaxed);
+    PROTOCOL_EXPORTS.store(n + 1, Ordering::Relaxed);
+}
+
 /// The table is immutable; the wrapper only lets it live in a static.
 struct Table(DLPackExchangeAPI);
 // SAFETY: the table holds function pointers and a null `prev_api`, never written.

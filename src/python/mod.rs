@@ -6,7 +6,8 @@
 //! fails on a cycle):
 //!
 //! ```text
-//! errors, capsule, dtype      leaves: exceptions, raw PyCapsule calls, dtype objects
+//! errors, capsule, dtype,     leaves: exceptions, raw PyCapsule calls, dtype objects,
+//! fastcall                    hand-made fast entry points (__dlpack__, from_dlpack)
 //!   -> device                 device objects and arguments
 //!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
 //!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
@@ -34,6 +35,7 @@ mod dlpack_import;
 mod dtype;
 mod errors;
 mod exchange_api;
+mod fastcall;
 mod index;
 mod methods;
 mod nested;
@@ -46,7 +48,10 @@ use pyo3::prelude::*;
 #[pymodule]
 pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
-    dlpack_export::install(&m.py().get_type::<tensor::PyTensor>())?;
+    fastcall::install_method::<dlpack_export::DlpackMethod>(
+        &m.py().get_type::<tensor::PyTensor>(),
+        c"__dlpack__",
+    )?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;
