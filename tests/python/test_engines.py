@@ -1,8 +1,10 @@
 """dlbridge tensors through the engines that move Python objects between
 processes, each the real engine on this machine (loopback only): multiprocessing
-and concurrent.futures with spawn, PyTorch's DataLoader workers, Ray (object
-store and tasks) and Dask (delayed, processes scheduler). They all pickle; what
-crosses zero-copy and what is copied is in docs/processes.md.
+and concurrent.futures with spawn, PyTorch's DataLoader workers,
+torch.distributed (gloo), Dask (delayed: processes and threads schedulers) and
+Ray (object store and tasks). What crosses zero-copy and what is copied is in
+docs/processes.md; a limit that is the engine's own is shown with a torch
+tensor in dlbridge's place before the test skips.
 
 Every case sends the same tensors (dtypes, 0-d, empty, non-contiguous,
 requires_grad, read-only) and checks what the receiver saw and what came back,
