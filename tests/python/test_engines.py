@@ -230,8 +230,6 @@ def test_spawn_pool_shared_tensor(spawn_pool):
     assert t.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-@pytest.mark.xfail(strict=True, reason="a protocol-4 pickle carries the bytes as a bytearray, which pickles "
-                   "as a call on a bytes copy and is rebuilt from one: a copy more than NumPy's each way")
 def test_protocol_4_round_trip_copies_no_more_than_numpy():
     """multiprocessing (and so DataLoader workers and ProcessPoolExecutor) pickles
     with protocol 4 before Python 3.14: the round trip of a tensor should hold no
