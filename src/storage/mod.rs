@@ -5,6 +5,7 @@
 //! `Arc<Storage>` releases the owner exactly once (a DLPack deleter, a NumPy
 //! array reference, or dlbridge's own allocation).
 
+mod count;
 mod host;
 
 pub use host::HostBuffer;
@@ -12,14 +13,11 @@ pub use host::HostBuffer;
 use crate::Device;
 use crate::backend::Accelerator as _;
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
-
-/// Storages currently alive: the leak tests read this before and after.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many [`Storage`] values exist right now.
 pub fn live_storages() -> isize {
-    LIVE.load(Ordering::Relaxed)
+    count::total()
 }
 
 /// What keeps a storage's memory valid.
@@ -101,7 +99,7 @@ impl Storage {
         read_only: bool,
         owner: Owner,
     ) -> Storage {
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        count::add(1);
         Storage {
             ptr,
             len,
@@ -150,7 +148,7 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        LIVE.fetch_sub(1, Ordering::Relaxed);
+        count::add(-1);
         // Memory another library owns goes back to it when the owner drops
         // (after this body): finish dlbridge's queued work on it first. Its
         // own pool frees in stream order and needs no wait.
