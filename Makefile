@@ -84,6 +84,8 @@ test-asan: tools $(STAMP)
 ## bench: the speed and memory report (see bench/README.md)
 bench: build bench-capi
 	$(PY) bench/bench_core.py
+	$(PY) bench/bench_pickle.py
+	$(PY) bench/bench_shared.py
 	$(PY) bench/bench_cuda.py
 
 ## bench-capi: the C ABI's import/export cost (release static library)

@@ -91,7 +91,7 @@ pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
 ///
 /// # Safety
 /// `handle` is an owned reference to a Python object, released once.
-unsafe fn release_array(handle: *mut std::ffi::c_void) {
+pub(crate) unsafe fn release_array(handle: *mut std::ffi::c_void) {
     // SAFETY: the caller's contract: an owned reference, released once.
     let _ = Python::try_attach(|_| unsafe { pyo3::ffi::Py_DecRef(handle.cast()) });
 }

@@ -7,9 +7,12 @@
 //! the bytes go as a `pickle.PickleBuffer` over the tensor's own memory:
 //! with a `buffer_callback` nothing is copied at `dumps`, and `loads` from
 //! that buffer wraps it without a copy (a read-only buffer, as Ray's object
-//! store hands out, gives a read-only tensor). Older protocols carry a
-//! copy (`bytearray`, or `bytes` for a read-only tensor). A CUDA tensor
-//! pickles through host memory and comes back on the same device index.
+//! store hands out, gives a read-only tensor). Older protocols (which
+//! `multiprocessing` uses before Python 3.14) carry one copy as `bytes`,
+//! and a writable tensor is rebuilt over that fresh `bytes` object's own
+//! memory, as NumPy rebuilds its arrays: one copy each way, as NumPy's. A
+//! CUDA tensor pickles through host memory and comes back on the same
+//! device index.
 //!
 //! The reconstructor trusts nothing: the buffer is foreign memory and the
 //! description goes through `foreign::view_in`, which refuses anything
@@ -22,14 +25,16 @@
 //! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use super::errors::IntoPyResult;
-use super::numpy::{descr_for, ndarray_over, tensor_from_ndarray};
+use super::numpy::{descr_for, ndarray_over, release_array, tensor_from_ndarray};
 use super::tensor::PyTensor;
+use crate::foreign::{self, ForeignTensor};
 use crate::layout::Layout;
-use crate::{DType, Device, Tensor, foreign};
+use crate::storage::{Owner, Retained};
+use crate::{DType, Device, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyByteArray, PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyTuple};
 
 /// The reconstructor's name: a new state layout gets a new name, so old
 /// pickles keep loading.
@@ -102,12 +107,10 @@ pub(crate) fn reduce_ex<'py>(
         // SAFETY: the span is initialised host memory that `host` keeps
         // alive for this borrow; no Python code runs while it is read.
         let data = unsafe { std::slice::from_raw_parts(bytes.data_ptr(), bytes.numel()) };
-        if host.is_read_only() {
-            PyBytes::new(py, data).into_any()
-        } else {
-            PyByteArray::new(py, data).into_any()
-        }
+        PyBytes::new(py, data).into_any()
     };
+    // Protocol 5 lets the buffer's own flag say; `bytes` says read-only.
+    let writable = (protocol < 5).then_some(!host.is_read_only());
     let itemsize = host.dtype().size() as isize;
     let strides: Vec<isize> = host.layout().strides.iter().map(|s| s / itemsize).collect();
     let rebuild = REBUILD_FN.get_or_try_init(py, || {
@@ -123,6 +126,7 @@ pub(crate) fn reduce_ex<'py>(
         offset,
         t.device().to_string(),
         this.requires_grad(),
+        writable,
     );
     PyTuple::new(
         py,
@@ -135,10 +139,12 @@ pub(crate) fn reduce_ex<'py>(
 
 /// Rebuilds a pickled tensor: `buffer` holds the bytes (any object with
 /// the buffer protocol), the rest describes the tensor inside them.
+/// `writable`: None takes the buffer's own flag; True (older protocols)
+/// makes the tensor writable, over a fresh `bytes` object's memory.
 #[pyfunction]
+#[pyo3(signature = (buffer, dtype, shape, strides, offset, device, requires_grad, writable=None))]
 #[allow(clippy::too_many_arguments)]
 fn _rebuild_tensor_v1(
-    py: Python<'_>,
     buffer: &Bound<'_, PyAny>,
     dtype: &str,
     shape: Vec<i64>,
@@ -146,6 +152,7 @@ fn _rebuild_tensor_v1(
     offset: i64,
     device: &str,
     requires_grad: bool,
+    writable: Option<bool>,
 ) -> PyResult<PyTensor> {
     let dtype = DType::from_name(dtype).ok_or_else(|| {
         PyTypeError::new_err(format!(
@@ -153,13 +160,7 @@ fn _rebuild_tensor_v1(
         ))
     })?;
     let device = Device::parse(device).py()?;
-    let frombuffer = FROMBUFFER.get_or_try_init(py, || {
-        py.import("numpy")?.getattr("frombuffer").map(Bound::unbind)
-    })?;
-    let array = frombuffer
-        .bind(py)
-        .call1((buffer, descr_for(py, DType::U8)?))?;
-    let bytes = tensor_from_ndarray(&array)?;
+    let bytes = bytes_tensor(buffer, writable)?;
     let host = foreign::view_in(bytes.storage().clone(), &shape, &strides, offset, dtype).py()?;
     let t = if device.is_cpu() {
         host
@@ -180,6 +181,51 @@ fn _rebuild_tensor_v1(
     let out = PyTensor::new(t);
     out.set_requires_grad(requires_grad)?;
     Ok(out)
+}
+
+/// The buffer's bytes as a uint8 tensor over the same memory (a copy only
+/// when a writable tensor must come from a tiny or non-`bytes` read-only
+/// buffer).
+fn bytes_tensor(buffer: &Bound<'_, PyAny>, writable: Option<bool>) -> PyResult<Tensor> {
+    let py = buffer.py();
+    if writable == Some(true)
+        && let Ok(b) = buffer.cast_exact::<PyBytes>()
+        && b.as_bytes().len() > 1
+    {
+        // A `bytes` object the unpickler just made for this tensor alone:
+        // its memory becomes the tensor's, written in place, as NumPy's
+        // unpickling does (the empty and one-byte `bytes` are interpreter
+        // singletons, hence the length check).
+        let data = b.as_bytes();
+        let checked = ForeignTensor {
+            data: data.as_ptr().cast_mut(),
+            shape: vec![data.len()],
+            byte_strides: vec![1],
+            dtype: DType::U8,
+            device: Device::CPU,
+            read_only: false,
+        }
+        .check()
+        .py()?;
+        // SAFETY: release_array gives back exactly the reference into_ptr takes.
+        let owner = Owner::Retained(unsafe {
+            Retained::new(b.clone().into_any().into_ptr().cast(), release_array)
+        });
+        // SAFETY: a bytes object's data stays put while it lives, and the
+        // owner holds it.
+        return Ok(unsafe { checked.wrap(owner) });
+    }
+    let frombuffer = FROMBUFFER.get_or_try_init(py, || {
+        py.import("numpy")?.getattr("frombuffer").map(Bound::unbind)
+    })?;
+    let array = frombuffer
+        .bind(py)
+        .call1((buffer, descr_for(py, DType::U8)?))?;
+    let bytes = tensor_from_ndarray(&array)?;
+    if writable == Some(true) && bytes.is_read_only() {
+        return bytes.clone_data().py();
+    }
+    Ok(bytes)
 }
 
 /// `copy.copy(t)`: a new tensor object over the same memory, as PyTorch's.

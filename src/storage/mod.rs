@@ -11,6 +11,7 @@
 //! the storage drops, since exports and NumPy arrays made earlier still
 //! point there.
 
+mod count;
 mod host;
 mod shared;
 
@@ -21,14 +22,11 @@ use crate::Device;
 use crate::backend::Accelerator as _;
 use std::any::Any;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, Ordering};
-
-/// Storages currently alive: the leak tests read this before and after.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// How many [`Storage`] values exist right now.
 pub fn live_storages() -> isize {
-    LIVE.load(Ordering::Relaxed)
+    count::total()
 }
 
 /// What keeps a storage's memory valid.
@@ -121,7 +119,7 @@ impl Storage {
         read_only: bool,
         owner: Owner,
     ) -> Storage {
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        count::add(1);
         Storage {
             ptr: AtomicPtr::new(ptr),
             len,
@@ -236,7 +234,7 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        LIVE.fetch_sub(1, Ordering::Relaxed);
+        count::add(-1);
         // Memory another library owns goes back to it when the owner drops
         // (after this body): finish dlbridge's queued work on it first. Its
         // own pool frees in stream order and needs no wait.

@@ -146,6 +146,30 @@ def test_writable_tensors_load_writable_in_band():
         assert r.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_one_byte_tensors_never_write_into_pythons_shared_bytes():
+    for protocol in (2, 4):
+        r = round_trip(db.tensor([5], dtype=db.uint8), protocol)
+        r[0] = 7
+        assert r.tolist() == [7] and bytes([5]) == b"\x05" and b"\x05"[0] == 5
+        e = round_trip(db.empty(0, dtype=db.uint8), protocol)
+        assert e.numel() == 0 and not e.is_read_only
+
+
+def test_protocol_4_loads_into_the_unpickled_bytes_without_another_copy():
+    import tracemalloc
+
+    data = pickle.dumps(db.ones(2**20), protocol=4)  # 4 MiB
+    tracemalloc.start()
+    try:
+        r = pickle.loads(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 2**20, f"{peak / 2**20:.1f} MiB: the bytes were copied again"
+    r.add_(1)
+    assert r[0].item() == 2.0 and not r.is_read_only
+
+
 # ----------------------------------------------------------------- layouts
 
 
