@@ -55,3 +55,18 @@ def machine_info(db, **extra):
     return dict(cpu=cpu_model(), cores=os.cpu_count(), platform=platform.platform(),
                 python=platform.python_version(), numpy=np.__version__, torch=torch.__version__,
                 dlbridge=getattr(db, "__version__", "?"), **extra)
+
+
+def print_table(rows, fmt, width=44, no_result="info"):
+    """The table every benchmark prints: row, dlbridge, peer, ratio, target and
+    result (`no_result` for rows without a target), with the row's note when it
+    did not pass. `fmt(value, unit)` writes a value."""
+    print(f"{'row':<{width}} {'dlbridge':>12} {'peer':>12} {'ratio':>7} {'target':>12}  result")
+    print("-" * (width + 56))
+    for r in rows:
+        ratio = "-" if r.get("ratio") is None else f"{r['ratio']:.3f}"
+        passed = r.get("passed")
+        result = no_result if passed is None else ("PASS" if passed else "FAIL")
+        note = f"  ({r['note']})" if r.get("note") and passed is not True else ""
+        print(f"{r['row']:<{width}} {fmt(r['dlbridge'], r['unit']):>12} {fmt(r['peer'], r['unit']):>12} "
+              f"{ratio:>7} {r.get('target') or '-':>12}  {result}{note}")

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import load_impl, machine_info, per_call_ns
+from _timing import load_impl, machine_info, per_call_ns, print_table
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -184,16 +184,6 @@ def fmt(v, unit):
     return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v:.0f} ns"
 
 
-def print_table(rows):
-    print(f"{'row':<42} {'dlbridge':>12} {'peer':>12} {'ratio':>7} {'target':>11}  result")
-    print("-" * 96)
-    for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        print(f"{r['row']:<42} {fmt(r['dlbridge'], r['unit']):>12} "
-              f"{fmt(r['peer'], r['unit']):>12} {ratio:>7} {r['target']:>11}  "
-              f"{'PASS' if r['passed'] else 'FAIL'}")
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
@@ -221,7 +211,7 @@ def main():
     for bench in (bench_peak, bench_calls, bench_o1, bench_leak, bench_add):
         bench(db, cfg, rows)
     rows.sort(key=lambda r: int(r["row"].split(".")[0]))
-    print_table(rows)
+    print_table(rows, fmt, 42)
 
     failed = [r["row"] for r in rows if not r["passed"]]
     print(f"\n{len(rows) - len(failed)}/{len(rows)} rows pass")

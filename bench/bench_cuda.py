@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from _timing import load_impl, machine_info, per_call_ns
+from _timing import load_impl, machine_info, per_call_ns, print_table
 
 GiB_F32 = 2**28  # float32 elements in 1 GiB
 MiB = 2**20
@@ -221,18 +221,6 @@ def fmt(v, unit):
     return f"{v / 1e3:.2f} us" if v >= 1e4 else f"{v:.0f} ns"
 
 
-def print_table(rows):
-    print(f"{'row':<48} {'dlbridge':>12} {'peer':>12} {'ratio':>7} {'target':>12}  result")
-    print("-" * 104)
-    for r in rows:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        result = "SKIP" if r["passed"] is None else ("PASS" if r["passed"] else "FAIL")
-        note = f"  ({r['note']})" if r["note"] and (r["passed"] is not True) else ""
-        print(f"{r['row']:<48} {fmt(r['dlbridge'], r['unit']):>12} {fmt(r['peer'], r['unit']):>12} "
-              f"{ratio:>7} {r['target']:>12}  {result}{note}")
-    print(LEGEND)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
@@ -276,7 +264,7 @@ def main():
     bench_elementwise(db, cfg, rows, sync, copy_bw)
     bench_sum(db, cfg, rows, sync, copy_bw)
     bench_exchange(db, cfg, rows)
-    print_table(rows)
+    print_table(rows, fmt, 48, "SKIP")
     print(f"reference bandwidths: pinned H2D {pinned_h2d:.1f} GB/s, pinned D2H {pinned_d2h:.1f} GB/s, "
           f"D2D copy {copy_bw:.1f} GB/s (read+write)")
 

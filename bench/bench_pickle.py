@@ -25,7 +25,7 @@ from time import perf_counter_ns
 import numpy as np
 import torch
 
-from _timing import load_impl, machine_info, per_call_ns
+from _timing import load_impl, machine_info, per_call_ns, print_table
 
 MiB = 2**20
 BIG = 256 * MiB // 4  # float32 elements in 256 MiB
@@ -102,15 +102,6 @@ def fmt(v, unit):
     return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v:.0f} ns"
 
 
-def print_table(rows):
-    print(f"{'row':<44} {'dlbridge':>12} {'peer':>12} {'ratio':>7} {'target':>11}  result")
-    print("-" * 98)
-    for r in rows:
-        result = "info" if r["passed"] is None else ("PASS" if r["passed"] else "FAIL")
-        print(f"{r['row']:<44} {fmt(r['dlbridge'], r['unit']):>12} {fmt(r['peer'], r['unit']):>12} "
-              f"{r['ratio']:>7.3f} {r['target'] or '-':>11}  {result}")
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
@@ -130,7 +121,7 @@ def main():
     rows = []
     bench_out_of_band(impl, cfg, rows)
     bench_in_band(impl, cfg, rows)
-    print_table(rows)
+    print_table(rows, fmt, 44)
     print(f"\nrow 1: the pickle stream is {rows[0]['stream_bytes']} bytes; the loaded tensor "
           f"{'shares' if rows[0]['zero_copy'] else 'does NOT share'} the original's memory")
 
