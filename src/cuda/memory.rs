@@ -67,6 +67,16 @@ static EXPORTED: Mutex<Option<Exported>> = Mutex::new(None);
 /// Exported storages by (device ordinal, address).
 type Exported = HashMap<(u32, u64), Weak<Storage>>;
 
+/// Storages imported into this process, by the exporter's pool id and the
+/// allocation's address there: the same allocation received twice (sent
+/// twice, or two views of one storage) maps to one storage, as PyTorch's
+/// receiving side does, rather than importing a pointer the driver may hand
+/// back again, which the first storage to drop would free under the other.
+static IMPORTED: Mutex<Option<Imported>> = Mutex::new(None);
+
+/// Imported storages by (exporting pool id, address in the exporter).
+type Imported = HashMap<([u8; 16], u64), Weak<Storage>>;
+
 /// What another process needs to open `storage` (dlbridge's pool memory
 /// only). dlbridge's queued work on the device is finished first, so the
 /// receiver may read at once.
@@ -130,6 +140,22 @@ pub fn import_ipc(handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage
                 )
             });
     }
+    let key = (handle.pool_id, handle.address);
+    let mut imported = IMPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    let imported = imported.get_or_insert_with(HashMap::new);
+    if let Some(storage) = imported.get(&key).and_then(Weak::upgrade) {
+        if storage.len() != handle.len || storage.is_read_only() != read_only {
+            return Err(err!(
+                InvalidTensor,
+                "invalid CUDA IPC handle: it names an allocation this process already holds, \
+                 with another size or access"
+            ));
+        }
+        return Ok(storage);
+    }
+    if imported.len() >= 64 {
+        imported.retain(|_, storage| storage.strong_count() > 0);
+    }
     let ptr = gpu.import_pointer(handle.pool_id, handle.pool_fd, &handle.pointer, handle.len)?;
     let allocation = CudaAllocation {
         ptr,
@@ -140,7 +166,7 @@ pub fn import_ipc(handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage
     // process, holding at least len bytes (checked by import_pointer), until
     // the allocation is freed by its Drop. (Its exporter must keep it alive
     // meanwhile: the documented rule, as PyTorch's.)
-    Ok(Arc::new(unsafe {
+    let storage = Arc::new(unsafe {
         Storage::from_raw(
             ptr as *mut u8,
             handle.len,
@@ -148,5 +174,7 @@ pub fn import_ipc(handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage
             read_only,
             Owner::Cuda(allocation),
         )
-    }))
+    });
+    imported.insert(key, Arc::downgrade(&storage));
+    Ok(storage)
 }

@@ -447,9 +447,15 @@ impl Gpu {
                 flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
             };
             // SAFETY: one valid access descriptor for this device.
-            unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
-                .result()
-                .map_err(|e| driver_error(e, "granting this device access to an imported pool"))?;
+            let granted = unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }.result();
+            if let Err(e) = granted {
+                // SAFETY: the pool was imported above and nothing uses it yet.
+                let _ = unsafe { sys::cuMemPoolDestroy(pool) };
+                return Err(driver_error(
+                    e,
+                    "granting this device access to an imported pool",
+                ));
+            }
         }
         let pool = ImportedPool(pool);
         imported.push((pool_id, pool));

@@ -104,10 +104,19 @@ pub(crate) fn reduce_ex<'py>(
             .bind(py)
             .call1((array,))?
     } else {
-        // SAFETY: the span is initialised host memory that `host` keeps
-        // alive for this borrow; no Python code runs while it is read.
-        let data = unsafe { std::slice::from_raw_parts(bytes.data_ptr(), bytes.numel()) };
-        PyBytes::new(py, data).into_any()
+        // Copied through raw pointers, never a `&[u8]` over tensor memory:
+        // another thread may write it meanwhile, and an empty tensor's data
+        // pointer may be NULL (torch's are).
+        let (src, len) = (bytes.data_ptr(), bytes.numel());
+        PyBytes::new_with(py, len, |out| {
+            if len > 0 {
+                // SAFETY: the span holds len bytes that `host` keeps alive,
+                // and `out` is a fresh buffer of len bytes.
+                unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), len) };
+            }
+            Ok(())
+        })?
+        .into_any()
     };
     // Protocol 5 lets the buffer's own flag say; `bytes` says read-only.
     let writable = (protocol < 5).then_some(!host.is_read_only());

@@ -213,10 +213,13 @@ impl Storage {
         }
         let segment = SharedSegment::new(self.len)?;
         let old = self.as_ptr();
-        // SAFETY: the storage's current memory holds len readable bytes for
-        // as long as the storage lives; the segment is fresh memory of len
-        // bytes that nothing else can see yet.
-        unsafe { std::ptr::copy_nonoverlapping(old, segment.as_ptr(), self.len) };
+        // (An empty storage's pointer may be NULL: nothing to copy then.)
+        if self.len > 0 {
+            // SAFETY: the storage's current memory holds len readable bytes
+            // for as long as the storage lives; the segment is fresh memory of
+            // len bytes that nothing else can see yet.
+            unsafe { std::ptr::copy_nonoverlapping(old, segment.as_ptr(), self.len) };
+        }
         let new = segment.as_ptr();
         self.moved
             .store(Box::into_raw(Box::new(segment)), Ordering::Release);

@@ -146,6 +146,15 @@ def test_writable_tensors_load_writable_in_band():
         assert r.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_empty_tensors_with_a_null_data_pointer_pickle_and_share():
+    t = db.from_dlpack(torch.empty(0))
+    assert t.data_ptr() == 0  # torch hands out NULL for no elements
+    for protocol in (2, 4, 5):
+        r = round_trip(t, protocol)
+        assert r.shape == (0,) and r.dtype == db.float32
+    assert t.share_memory_().is_shared() and t.numel() == 0
+
+
 def test_one_byte_tensors_never_write_into_pythons_shared_bytes():
     for protocol in (2, 4):
         r = round_trip(db.tensor([5], dtype=db.uint8), protocol)
