@@ -57,7 +57,16 @@ def machine_info(db, **extra):
                 dlbridge=getattr(db, "__version__", "?"), **extra)
 
 
-def print_table(rows, fmt, width=44, no_result="info"):
+def fmt(v, unit):
+    """A measured value: nanoseconds as ns or ms, memory as MiB, None as '-'."""
+    if v is None:
+        return "-"
+    if unit == "MiB":
+        return f"{v:.3f} MiB"
+    return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v:.0f} ns"
+
+
+def print_table(rows, fmt=fmt, width=44, no_result="info"):
     """The table every benchmark prints: row, dlbridge, peer, ratio, target and
     result (`no_result` for rows without a target), with the row's note when it
     did not pass. `fmt(value, unit)` writes a value."""

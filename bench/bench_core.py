@@ -176,14 +176,6 @@ def bench_add(db, cfg, rows):
 
 
 # ------------------------------------------------------------------- main
-def fmt(v, unit):
-    if v is None:
-        return "-"
-    if unit == "MiB":
-        return f"{v:.3f} MiB"
-    return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v:.0f} ns"
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
@@ -211,7 +203,7 @@ def main():
     for bench in (bench_peak, bench_calls, bench_o1, bench_leak, bench_add):
         bench(db, cfg, rows)
     rows.sort(key=lambda r: int(r["row"].split(".")[0]))
-    print_table(rows, fmt, 42)
+    print_table(rows, width=42)
 
     failed = [r["row"] for r in rows if not r["passed"]]
     print(f"\n{len(rows) - len(failed)}/{len(rows)} rows pass")

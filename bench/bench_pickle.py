@@ -96,12 +96,6 @@ def bench_in_band(impl, cfg, rows):
         row(rows, f"{n}. p{protocol} in band, 256 MiB vs NumPy", ours, peer, ours / peer, None, None)
 
 
-def fmt(v, unit):
-    if v is None:
-        return "-"
-    return f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v:.0f} ns"
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
@@ -121,7 +115,7 @@ def main():
     rows = []
     bench_out_of_band(impl, cfg, rows)
     bench_in_band(impl, cfg, rows)
-    print_table(rows, fmt, 44)
+    print_table(rows)
     print(f"\nrow 1: the pickle stream is {rows[0]['stream_bytes']} bytes; the loaded tensor "
           f"{'shares' if rows[0]['zero_copy'] else 'does NOT share'} the original's memory")
 
