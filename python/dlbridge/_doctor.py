@@ -371,7 +371,8 @@ class Peer:
         return False
 
     def to_peer(self, t):
-        raise NotImplementedError
+        """The peer's tensor over dlbridge tensor t (the array API's spelling)."""
+        return self.m.from_dlpack(t)
 
     def make(self, name, a, device):
         raise NotImplementedError
@@ -390,9 +391,6 @@ class NumPy(Peer):
         import numpy
 
         self.m = numpy
-
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
 
     def make(self, name, a, device):
         if name == "bfloat16":
@@ -418,9 +416,6 @@ class Torch(Peer):
 
     def cuda(self):
         return self.m.cuda.is_available()
-
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
 
     def make(self, name, a, device):
         x = self.m.from_numpy(a.copy())
@@ -479,9 +474,6 @@ class CuPy(Peer):
         except Exception:  # noqa: BLE001 - no driver
             return False
 
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
-
     def make(self, name, a, device):
         if name == "bfloat16":
             raise TypeError("CuPy has no bfloat16")
@@ -528,9 +520,6 @@ class Paddle(Peer):
             return self.m.device.is_compiled_with_cuda() and self.m.device.cuda.device_count() > 0
         except Exception:  # noqa: BLE001
             return False
-
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
 
     def make(self, name, a, device):
         place = self.m.CUDAPlace(0) if device == "cuda" else self.m.CPUPlace()
@@ -596,9 +585,6 @@ class Warp(Peer):
     def cuda(self):
         return self.m.is_cuda_available()
 
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
-
     def make(self, name, a, device):
         if name == "bfloat16":
             return self.m.array(_bf16_bits(a), dtype=self.m.bfloat16, device="cuda:0" if device == "cuda" else "cpu")
@@ -616,9 +602,6 @@ class TvmFfi(Peer):
 
     def cuda(self):
         return True  # it allocates nothing: it wraps what it is given, on any device
-
-    def to_peer(self, t):
-        return self.m.from_dlpack(t)
 
     def make(self, name, a, device):
         # tvm-ffi allocates nothing from Python: it wraps another producer's memory
