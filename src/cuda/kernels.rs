@@ -236,6 +236,26 @@ impl Operands {
             && self.b.as_ref().is_none_or(|b| b.is_contiguous())
     }
 
+    /// The parameters every binary and comparison kernel starts with: out,
+    /// a, b, the number, the mode and the element count `n`. The pointers
+    /// are into `self` and `n`, which must outlive the launch.
+    fn params(&mut self, n: &mut i64) -> Vec<*mut c_void> {
+        vec![
+            arg(&mut self.po),
+            arg(&mut self.pa),
+            arg(&mut self.pb),
+            arg(&mut self.scalar),
+            arg(&mut self.mode),
+            arg(n),
+        ]
+    }
+
+    /// The kernel for this layout: `dlb_{op}_contig_{tag}` or `dlb_{op}_strided_{tag}`.
+    fn kernel_name(opname: &str, contiguous: bool, tag: &str) -> String {
+        let layout = if contiguous { "contig" } else { "strided" };
+        format!("dlb_{opname}_{layout}_{tag}")
+    }
+
     /// The strided indexer over out, a and b (stride 0 for a number).
     fn indexer(&self, out: &Tensor) -> Result<Indexer> {
         let zeros = vec![0i64; out.ndim()];
@@ -266,46 +286,34 @@ pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
     let gpu = gpu_of(out.device())?;
     let mut o = Operands::new(out, a, rhs, dtype)?;
     let mut n = out.numel() as i64;
-    if o.contiguous(out) {
-        let mut wide = is_wide(&[o.po, o.pa, o.pb]);
-        let per_thread = if wide == 1 { 16 / dtype.size() } else { 1 };
-        let name = format!("dlb_{opname}_contig_{tag}");
-        launch(
-            gpu,
-            ELEMENTWISE,
-            tag,
-            &name,
-            out.numel().div_ceil(per_thread),
-            &mut [
-                arg(&mut o.po),
-                arg(&mut o.pa),
-                arg(&mut o.pb),
-                arg(&mut o.scalar),
-                arg(&mut o.mode),
-                arg(&mut n),
-                arg(&mut wide),
-            ],
-        )
+    let contiguous = o.contiguous(out);
+    // The contiguous kernel ends with whether every pointer allows 16-byte
+    // vectors (a thread then does 16 bytes), the strided one with the indexer.
+    let mut wide = is_wide(&[o.po, o.pa, o.pb]);
+    let mut ix = if contiguous {
+        None
     } else {
-        let mut ix = o.indexer(out)?;
-        let name = format!("dlb_{opname}_strided_{tag}");
-        launch(
-            gpu,
-            ELEMENTWISE,
-            tag,
-            &name,
-            out.numel(),
-            &mut [
-                arg(&mut o.po),
-                arg(&mut o.pa),
-                arg(&mut o.pb),
-                arg(&mut o.scalar),
-                arg(&mut o.mode),
-                arg(&mut n),
-                arg(&mut ix),
-            ],
-        )
-    }
+        Some(o.indexer(out)?)
+    };
+    let per_thread = if contiguous && wide == 1 {
+        16 / dtype.size()
+    } else {
+        1
+    };
+    let name = Operands::kernel_name(opname, contiguous, tag);
+    let mut params = o.params(&mut n);
+    params.push(match ix.as_mut() {
+        Some(ix) => arg(ix),
+        None => arg(&mut wide),
+    });
+    launch(
+        gpu,
+        ELEMENTWISE,
+        tag,
+        &name,
+        out.numel().div_ceil(per_thread),
+        &mut params,
+    )
 }
 
 /// `out = a op rhs` into the fresh bool tensor `out`; `a` (and a tensor
@@ -328,18 +336,8 @@ pub fn compare(out: &Tensor, a: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> 
     } else {
         Some(o.indexer(out)?)
     };
-    let name = format!(
-        "dlb_{opname}_{}_{tag}",
-        if contiguous { "contig" } else { "strided" }
-    );
-    let mut params = vec![
-        arg(&mut o.po),
-        arg(&mut o.pa),
-        arg(&mut o.pb),
-        arg(&mut o.scalar),
-        arg(&mut o.mode),
-        arg(&mut n),
-    ];
+    let name = Operands::kernel_name(opname, contiguous, tag);
+    let mut params = o.params(&mut n);
     if let Some(ix) = ix.as_mut() {
         params.push(arg(ix));
     }
