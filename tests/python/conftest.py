@@ -59,6 +59,17 @@ if ASAN_RUNTIME:
     os.environ.pop("LD_PRELOAD", None)
 
 
+# The terminal's stderr, kept by pytest_configure (when pytest's capture is
+# suspended): a hang backstop (test_engines.bounded) writes there, since what
+# a captured test writes is lost when the run is ended.
+TERMINAL_FD = 2
+
+
+def pytest_configure(config):
+    global TERMINAL_FD
+    TERMINAL_FD = os.dup(2)
+
+
 def python_env(env=None):
     """The environment for a child Python that imports dlbridge (`env`, default this
     one's): under `make test-asan` it gets the ASan runtime back."""

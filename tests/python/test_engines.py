@@ -16,11 +16,13 @@ and ends the run if one hangs anyway.
 """
 
 import contextlib
+import faulthandler
 import gc
 import multiprocessing
 import os
 import sys
 import threading
+import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -31,6 +33,7 @@ import pytest
 
 import dlbridge as db
 import engine_workers as ew
+import conftest
 from conftest import ASAN_RUNTIME, sample
 
 HERE = Path(__file__).resolve().parent
@@ -39,10 +42,29 @@ BOUND = 4 * WAIT  # seconds any one test may take
 SPAWN = multiprocessing.get_context("spawn")
 
 
+# The deadlines of the open bounded() blocks, innermost last: faulthandler keeps
+# one timer only, so it is armed for the nearest.
+DEADLINES = []
+GRACE = 30  # seconds the backstop waits past the Python timer
+
+
+def arm_backstop():
+    """A hang backstop that needs no GIL: an engine call blocked in C without
+    releasing the GIL (ray.init in a socket recv) stops the Python timer too.
+    faulthandler's own thread then dumps every thread's stack to the terminal
+    and ends the run."""
+    if DEADLINES:
+        left = min(DEADLINES) - time.monotonic() + GRACE
+        faulthandler.dump_traceback_later(max(left, 1), exit=True, file=conftest.TERMINAL_FD)
+    else:
+        faulthandler.cancel_dump_traceback_later()
+
+
 @contextlib.contextmanager
 def bounded(request, seconds=BOUND):
     """Ends the run, printing every thread's stack, if the block outlives `seconds`
-    (a hung engine must not hang the suite), as pytest-timeout's thread method does."""
+    (a hung engine must not hang the suite), as pytest-timeout's thread method does;
+    arm_backstop() covers a hang that holds the GIL."""
     capture = request.config.pluginmanager.getplugin("capturemanager")
 
     def expire():
@@ -58,10 +80,15 @@ def bounded(request, seconds=BOUND):
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
+    deadline = time.monotonic() + seconds
+    DEADLINES.append(deadline)
+    arm_backstop()
     try:
         yield
     finally:
         timer.cancel()
+        DEADLINES.remove(deadline)
+        arm_backstop()
 
 
 @pytest.fixture(autouse=True)
@@ -89,6 +116,33 @@ def within(seconds, fn, *args, **kwargs):
     if "error" in out:
         raise out["error"]
     return out["value"]
+
+
+HANG = """
+import ctypes
+import test_engines
+
+
+def test_hang(request):
+    test_engines.GRACE = 1
+    with test_engines.bounded(request, seconds=1):
+        ctypes.PyDLL(None).sleep(60)  # blocks in C holding the GIL: the Python timer cannot run
+"""
+
+
+def test_a_hang_holding_the_gil_still_ends_the_run(tmp_path):
+    """The backstop: a block that hangs in C without releasing the GIL (as ray.init
+    once did, in a socket recv) ends the run within seconds, every stack on stderr."""
+    import subprocess
+
+    (tmp_path / "test_hang.py").write_text(HANG)
+    env = conftest.python_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *sys.path])
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest",
+                          "--rootdir", str(tmp_path), str(tmp_path / "test_hang.py")],
+                         capture_output=True, text=True, env=env, timeout=WAIT)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Timeout (0:00:0" in run.stderr and "test_hang.py\", line 9 in test_hang" in run.stderr, run.stderr
 
 
 def child_env():
@@ -393,10 +447,18 @@ def ray_session(request):
     try:
         ray = pytest.importorskip("ray")
         assert not ray.is_initialized()
-        with bounded(request):
-            ray.init(num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     object_store_memory=128 * 2**20, log_to_driver=False,
-                     runtime_env={"env_vars": child_env()})
+        # Ray's own servers (C++ and Python) start without the ASan runtime: they
+        # never load dlbridge, and preloaded they slow Ray's start; its workers
+        # get it back through child_env().
+        preload = os.environ.pop("LD_PRELOAD", None)
+        try:
+            with bounded(request):
+                ray.init(num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1",
+                         object_store_memory=128 * 2**20, log_to_driver=False,
+                         runtime_env={"env_vars": child_env()})
+        finally:
+            if preload is not None:
+                os.environ["LD_PRELOAD"] = preload
         try:
             yield ray
         finally:
