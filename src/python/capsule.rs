@@ -72,13 +72,20 @@ pub(crate) enum Taken {
 }
 
 /// Frees an unconsumed capsule's tensor. Runs inside the capsule's dealloc,
-/// so the GIL is held; a pending exception is saved around the deleter,
-/// which may run arbitrary code (a producer's deleter dropping Python objects).
+/// so the GIL is held; a pending exception (a capsule dropped while one
+/// propagates) is saved around the deleter, which may run arbitrary code (a
+/// producer's deleter dropping Python objects). With none pending there is
+/// nothing to save: the common case, every `__dlpack__()` result dropped
+/// unconsumed, skips the fetch and restore.
 unsafe fn destroy(capsule: *mut ffi::PyObject, abi: Abi) {
     // SAFETY (whole body): `capsule` is a live capsule object passed by CPython.
     unsafe {
         if ffi::PyCapsule_IsValid(capsule, abi.used_name().as_ptr()) == 1 {
             return; // a consumer owns it now
+        }
+        if ffi::PyErr_Occurred().is_null() {
+            delete_held(capsule, abi);
+            return;
         }
         let (mut ty, mut value, mut tb) = (
             std::ptr::null_mut(),
@@ -87,14 +94,25 @@ unsafe fn destroy(capsule: *mut ffi::PyObject, abi: Abi) {
         );
         #[allow(deprecated)]
         ffi::PyErr_Fetch(&mut ty, &mut value, &mut tb);
+        delete_held(capsule, abi);
+        #[allow(deprecated)]
+        ffi::PyErr_Restore(ty, value, tb);
+    }
+}
+
+/// Frees the tensor an unconsumed capsule holds (no exception pending).
+///
+/// # Safety
+/// `capsule` is a live capsule of `abi`'s name that still owns its tensor.
+unsafe fn delete_held(capsule: *mut ffi::PyObject, abi: Abi) {
+    // SAFETY: the caller's promise.
+    unsafe {
         let ptr = ffi::PyCapsule_GetPointer(capsule, abi.name().as_ptr());
         if ptr.is_null() {
             ffi::PyErr_WriteUnraisable(capsule);
         } else {
             abi.delete(ptr);
         }
-        #[allow(deprecated)]
-        ffi::PyErr_Restore(ty, value, tb);
     }
 }
 

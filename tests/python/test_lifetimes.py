@@ -289,3 +289,103 @@ def test_jax_round_trip_frees(no_leak):
     collect()
     assert u.sum().item() == EXPECTED_SUM
     del u
+
+
+# --------------------------------------------------------------------------- deleters off the GIL
+# A consumer may call the deleter of a `__dlpack__` export on any thread: one of its
+# own without the GIL, or a C thread Python never saw. dlbridge's deleters need no GIL.
+
+THREAD_C = r"""
+#include <pthread.h>
+typedef void (*deleter_fn)(void *);
+struct call { deleter_fn f; void *arg; };
+static void *run(void *p) { struct call *c = p; c->f(c->arg); return 0; }
+int call_on_new_thread(deleter_fn f, void *arg) {
+    pthread_t th;
+    struct call c = {f, arg};
+    if (pthread_create(&th, 0, run, &c)) return -1;
+    return pthread_join(th, 0);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def c_thread(tmp_path_factory):
+    """call_on_new_thread(deleter, ptr): the deleter runs on a fresh C thread while this
+    one waits without the GIL (ctypes releases it around foreign calls)."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc) on PATH")
+    d = tmp_path_factory.mktemp("c_thread")
+    (d / "t.c").write_text(THREAD_C)
+    subprocess.run(["cc", "-shared", "-fPIC", "-pthread", "-o", d / "t.so", d / "t.c"], check=True, timeout=120)
+    lib = ctypes.CDLL(str(d / "t.so"))
+    lib.call_on_new_thread.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    return lib.call_on_new_thread
+
+
+# The capsule keeps a pointer to its name, so the names it is given must outlive it.
+USED_NAMES = {True: b"used_dltensor_versioned", False: b"used_dltensor"}
+
+
+def _take(capsule, versioned):
+    """Takes the managed tensor out of a capsule as a consumer does (renaming it used_*):
+    a pointer to it and its deleter."""
+    import ctypes
+
+    import dlpack_abi as abi
+
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    address = abi.capsule_pointer(capsule, name)
+    rename = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_SetName", ctypes.pythonapi))
+    assert rename(capsule, USED_NAMES[versioned]) == 0
+    kind = abi.DLManagedTensorVersioned if versioned else abi.DLManagedTensor
+    managed = ctypes.cast(address, ctypes.POINTER(kind))
+    return managed, managed.contents.deleter
+
+
+@pytest.mark.parametrize("where", ["this thread, GIL released", "a C thread", "a Python thread"])
+@pytest.mark.parametrize("max_version", [None, (1, 0)], ids=["legacy", "versioned"])
+def test_export_deleter_runs_off_the_gil(no_leak, c_thread, where, max_version):
+    import ctypes
+    import threading
+
+    base = no_leak
+    capsule = db.arange(4096, dtype=db.float64).__dlpack__(max_version=max_version)
+    managed, deleter = _take(capsule, max_version is not None)
+    del capsule
+    collect()
+    assert db._core.live_storages() == base + 1, "the export keeps its storage"
+    if where == "a C thread":
+        assert c_thread(ctypes.cast(deleter, ctypes.c_void_p), ctypes.cast(managed, ctypes.c_void_p)) == 0
+    elif where == "a Python thread":
+        th = threading.Thread(target=deleter, args=(managed,))
+        th.start()
+        th.join(60)
+        assert not th.is_alive()
+    else:
+        deleter(managed)  # a ctypes call: the GIL is released around it
+    collect()
+    assert db._core.live_storages() == base
+
+
+def test_exports_alive_at_exit_end_cleanly():
+    """Exports still held when the interpreter exits (consumed by torch and NumPy, and
+    unconsumed) are released during finalization or left alone after it; the process
+    exits at once, with status 0 and nothing on stderr."""
+    from conftest import run_python
+
+    code = (
+        "import numpy as np, torch, dlbridge as db\n"
+        "t = db.arange(1000, dtype=db.float32)\n"
+        "keep = [torch.from_dlpack(t), np.from_dlpack(t), t.__dlpack__(), t.__dlpack__(max_version=(1, 0))]\n"
+        "del t\n"
+        "import threading\n"
+        "threading.Thread(target=lambda: keep.append(torch.from_dlpack(db.ones(3))), daemon=True).start()\n"
+    )
+    r = run_python(code)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
