@@ -181,7 +181,7 @@ impl DType {
         })
     }
 
-    /// Bytes per element.
+    /// Bytes per element: always a power of two (the export path relies on it).
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
@@ -445,6 +445,13 @@ impl std::fmt::Display for DType {
 mod tests {
     use super::DType::*;
     use super::*;
+
+    #[test]
+    fn sizes_are_powers_of_two() {
+        for dt in DType::ALL {
+            assert!(dt.size().is_power_of_two(), "{dt:?}");
+        }
+    }
 
     #[test]
     fn dlpack_codes_round_trip() {

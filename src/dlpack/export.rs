@@ -120,9 +120,10 @@ fn describe(t: &Tensor) -> Result<DLTensor> {
     let layout = t.layout();
     let size = t.dtype().size() as isize;
     // A size-1 dimension's stride is never stepped, so any value will do
-    // (as `Layout::element_strides`, without its allocation: this is the
-    // hottest path of every export).
-    let whole = |(&s, &n): (&isize, &usize)| n <= 1 || s % size == 0;
+    // (as `Layout::element_strides`, without its allocation or divisions:
+    // this is the hottest path of every export, and item sizes are powers
+    // of two).
+    let whole = |(&s, &n): (&isize, &usize)| n <= 1 || s & (size - 1) == 0;
     if !layout.strides.iter().zip(&layout.shape).all(whole) {
         return Err(crate::err!(
             InvalidTensor,
@@ -144,16 +145,18 @@ fn describe(t: &Tensor) -> Result<DLTensor> {
 }
 
 /// Writes `t`'s shape then its element strides into `out` (`2 * ndim`
-/// values; `describe(t)` has checked the strides are whole elements).
+/// values; `describe(t)` has checked the strides are whole elements, so a
+/// shift by log2 of the item size divides them exactly, without the
+/// division's latency).
 fn fill_dims(t: &Tensor, out: &mut [i64]) {
     let layout = t.layout();
-    let size = t.dtype().size() as isize;
+    let shift = t.dtype().size().trailing_zeros();
     let (shape, strides) = out.split_at_mut(t.ndim());
     for (d, &n) in shape.iter_mut().zip(&layout.shape) {
         *d = n as i64;
     }
     for (d, &s) in strides.iter_mut().zip(&layout.strides) {
-        *d = (s / size) as i64;
+        *d = (s >> shift) as i64;
     }
 }
 

@@ -6,9 +6,10 @@
 //! whole zero-copy exchange. `METH_FASTCALL | METH_KEYWORDS` functions get
 //! a C array and the keyword names as a tuple (CPython has called them since
 //! 3.7; the flag's value joined the limited API unchanged in 3.10, and
-//! `PyDescr_NewMethod`/`PyCFunction_NewEx` are in the stable ABI). Names are
-//! matched by pointer against interned strings first, so parsing costs
-//! about what NumPy's does. An entry point implements [`FastCall`]; the
+//! `PyDescr_NewMethod`/`PyCFunction_NewEx` are in the stable ABI). The tuple
+//! of keyword names a call site passes is remembered by identity (callers
+//! pass one constant tuple), and new names are matched by pointer against
+//! interned strings first, so parsing costs less than NumPy's. An entry point implements [`FastCall`]; the
 //! trampoline parses, catches panics and turns errors into exceptions.
 //!
 //! Layer: a leaf, beside `errors`; `dlpack_export` and `dlpack_import` use it.
@@ -20,7 +21,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::{PyString, PyTuple, PyType};
 
 /// `METH_FASTCALL` (see the module doc for why it is defined here).
 const METH_FASTCALL: i32 = 0x0080;
@@ -76,6 +77,77 @@ fn keyword_index<F: FastCall>(py: Python<'_>, name: Borrowed<'_, '_, PyAny>) -> 
     F::KEYWORDS.iter().position(|k| *k == name)
 }
 
+/// The keyword names of the last call on this thread and, for the entry
+/// point they were read for (its `KEYWORDS`), which keyword each one is.
+/// Callers pass one constant tuple of names on every call (NumPy's
+/// `from_dlpack`, torch's), so matching the tuple by identity (kept alive
+/// here, so its address cannot be reused) skips reading the names again.
+struct KnownNames {
+    names: Py<PyTuple>,
+    of: *const &'static str,
+    slots: [u8; MAX_KEYWORDS],
+}
+
+thread_local! {
+    static LAST_NAMES: std::cell::RefCell<Option<KnownNames>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Which keyword of `F` each of the `nkw` names in `kwnames` is (the
+/// slots), or the `TypeError` for the first name `F` does not take.
+///
+/// # Safety
+/// `kwnames` is a live tuple of `nkw` str, `0 < nkw <= MAX_KEYWORDS`.
+unsafe fn slots<F: FastCall>(
+    py: Python<'_>,
+    kwnames: *mut ffi::PyObject,
+    nkw: usize,
+) -> PyResult<[u8; MAX_KEYWORDS]> {
+    let of = F::KEYWORDS.as_ptr();
+    let hit = LAST_NAMES.with_borrow(|last| {
+        last.as_ref()
+            .filter(|k| k.names.as_ptr() == kwnames && k.of == of)
+            .map(|k| k.slots)
+    });
+    if let Some(slots) = hit {
+        return Ok(slots);
+    }
+    let mut slots = [0u8; MAX_KEYWORDS];
+    for (i, slot) in slots.iter_mut().enumerate().take(nkw) {
+        // SAFETY: kwnames holds nkw names (the caller's promise).
+        let key = unsafe { Borrowed::from_ptr(py, ffi::PyTuple_GetItem(kwnames, i as isize)) };
+        match keyword_index::<F>(py, key) {
+            Some(k) => *slot = k as u8,
+            None => return Err(unexpected::<F>(key)?),
+        }
+    }
+    // SAFETY: kwnames is a live tuple (the caller's promise).
+    let names = unsafe { Bound::from_borrowed_ptr(py, kwnames).cast_into_unchecked::<PyTuple>() };
+    let known = KnownNames {
+        names: names.unbind(),
+        of,
+        slots,
+    };
+    // The previous tuple is released after the borrow ends.
+    let _previous = LAST_NAMES.with_borrow_mut(|last| last.replace(known));
+    Ok(slots)
+}
+
+/// The `TypeError` for keyword `key`, which `F` does not take.
+fn unexpected<F: FastCall>(key: Borrowed<'_, '_, PyAny>) -> PyResult<PyErr> {
+    let name = F::NAME;
+    let key = key.cast::<PyString>()?.to_cow()?.into_owned();
+    Ok(PyTypeError::new_err(
+        if F::POSITIONAL.contains(&key.as_str()) {
+            format!(
+                "{name}() got some positional-only arguments passed as keyword arguments: '{key}'"
+            )
+        } else {
+            format!("{name}() got an unexpected keyword argument '{key}'")
+        },
+    ))
+}
+
 /// Parses the vectorcall arguments of `F`.
 ///
 /// # Safety
@@ -107,22 +179,10 @@ unsafe fn parse<'a, 'py, F: FastCall>(
     // SAFETY (both closures): kwnames is a tuple of nkw names (the caller's promise).
     let key =
         |i: usize| unsafe { Borrowed::from_ptr(py, ffi::PyTuple_GetItem(kwnames, i as isize)) };
-    let as_keyword = |key: Borrowed<'_, 'py, PyAny>| -> PyResult<PyErr> {
-        let key = key.cast::<PyString>()?.to_cow()?.into_owned();
-        Ok(PyTypeError::new_err(
-            if F::POSITIONAL.contains(&key.as_str()) {
-                format!(
-                    "{name}() got some positional-only arguments passed as keyword arguments: '{key}'"
-                )
-            } else {
-                format!("{name}() got an unexpected keyword argument '{key}'")
-            },
-        ))
-    };
     if nargs < want
         && let Some(i) = (0..nkw).find(|&i| keyword_index::<F>(py, key(i)).is_none())
     {
-        return Err(as_keyword(key(i))?);
+        return Err(unexpected::<F>(key(i))?);
     }
     if nargs != want {
         return Err(PyTypeError::new_err(if want == 0 {
@@ -141,10 +201,24 @@ unsafe fn parse<'a, 'py, F: FastCall>(
         }));
     }
     let mut keywords = [None; MAX_KEYWORDS];
-    for (i, value) in values.iter().enumerate() {
-        match keyword_index::<F>(py, key(i)) {
-            Some(k) => keywords[k] = Some(*value).filter(|v| !v.is_none()),
-            None => return Err(as_keyword(key(i))?),
+    let mut put = |k: usize, value: &Borrowed<'a, 'py, PyAny>| {
+        keywords[k] = Some(*value).filter(|v| !v.is_none());
+    };
+    if nkw <= MAX_KEYWORDS {
+        if nkw > 0 {
+            // SAFETY: kwnames is a tuple of nkw str (the caller's promise).
+            let slots = unsafe { slots::<F>(py, kwnames, nkw) }?;
+            for (value, &k) in values.iter().zip(&slots) {
+                put(k as usize, value);
+            }
+        }
+    } else {
+        // More names than keywords: some repeat or are unknown.
+        for (i, value) in values.iter().enumerate() {
+            match keyword_index::<F>(py, key(i)) {
+                Some(k) => put(k, value),
+                None => return Err(unexpected::<F>(key(i))?),
+            }
         }
     }
     Ok(Args {

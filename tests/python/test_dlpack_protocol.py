@@ -1,5 +1,7 @@
 """The DLPack protocol: db.from_dlpack, Tensor.__dlpack__ and Tensor.__dlpack_device__."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -485,3 +487,32 @@ def test_dlpack_copy_takes_any_non_string_truth_value(copy):
     t = db.arange(3.0)
     u = db.from_dlpack(t.__dlpack__(copy=copy, max_version=(1, 0)))
     assert (u.data_ptr() == t.data_ptr()) == (not copy)
+
+
+def _call_with_copy(f, copy):
+    """One call site, so one constant tuple of keyword names for every call (bound
+    methods and functools.partial pass it on as it is)."""
+    return f(copy=copy)
+
+
+def test_fast_entry_points_read_each_call_s_values_and_their_own_names():
+    """__dlpack__ and from_dlpack remember the last tuple of keyword names they were called
+    with: the values are still each call's own, and a tuple read for one entry point is
+    not taken for the other's (copy is __dlpack__'s fourth keyword, from_dlpack's second)."""
+    t = db.arange(3.0)
+    for copy in [True, False, True, None, False]:
+        shared = db.from_dlpack(_call_with_copy(t.__dlpack__, copy=copy)).data_ptr() == t.data_ptr()
+        assert shared == (not copy), copy
+        shared = _call_with_copy(functools.partial(db.from_dlpack, t), copy=copy).data_ptr() == t.data_ptr()
+        assert shared == (not copy), copy
+
+
+def test_more_keyword_names_than_an_entry_point_takes():
+    t = db.arange(3.0)
+    names = dict(stream=None, max_version=None, dl_device=None, copy=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        t.__dlpack__(**names, bogus=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        db.from_dlpack(t, device=None, copy=None, bogus=1)
+    with pytest.raises(TypeError, match="positional-only arguments passed as keyword arguments: 'x'"):
+        db.from_dlpack(x=t)
