@@ -34,9 +34,19 @@ pub enum Selection {
     EmptyAxis,
 }
 
+/// `n` zeros from the allocator's fast path: `vec![0; n]` asks for zeroed
+/// memory (calloc), which glibc serves without its per-thread cache, and
+/// the small vectors of shapes and strides paid more for that than for
+/// the rest of a view.
+pub(crate) fn zeros<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    v.resize(n, T::default());
+    v
+}
+
 /// Row-major byte strides for `shape`.
 pub fn contiguous_strides(shape: &[usize], itemsize: usize) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+    let mut strides = zeros(shape.len());
     let mut acc = itemsize as isize;
     for (s, &n) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
@@ -128,7 +138,7 @@ impl Layout {
             );
         }
         let lead = shape.len() - self.ndim();
-        let mut strides = vec![0isize; shape.len()];
+        let mut strides = zeros(shape.len());
         for (i, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             let target = shape[lead + i];
             strides[lead + i] = if n == target {
@@ -172,9 +182,11 @@ impl Layout {
                 self.ndim()
             );
         }
+        // At most: the dimensions left, plus one per new axis.
+        let rank = self.ndim() + (selections.len() - consumed);
         let mut out = Layout {
-            shape: vec![],
-            strides: vec![],
+            shape: Vec::with_capacity(rank),
+            strides: Vec::with_capacity(rank),
             offset: self.offset,
         };
         let mut dim = 0;
@@ -251,7 +263,7 @@ fn offset_by(offset: usize, delta: isize) -> usize {
 /// The shape two operands broadcast to, with PyTorch's message on mismatch.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
-    let mut out = vec![0; n];
+    let mut out = zeros(n);
     // Right to left, so a mismatch names the dimension PyTorch names.
     for i in (0..n).rev() {
         let da = if i + a.len() >= n {

@@ -68,7 +68,7 @@ fn view_strides(
     if numel == 0 {
         return Some(crate::layout::contiguous_strides(new_shape, itemsize));
     }
-    let mut new_strides = vec![0isize; new_shape.len()];
+    let mut new_strides = crate::layout::zeros(new_shape.len());
     let mut view_d = new_shape.len() as isize - 1;
     let mut chunk_base = *old_strides.last().expect("ndim > 0");
     let (mut tensor_numel, mut view_numel) = (1usize, 1usize);

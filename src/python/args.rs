@@ -28,24 +28,19 @@ pub(crate) fn parse_size(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 
 /// The raw (possibly negative) sizes in `f(2, 3)` or `f((2, 3))`.
 pub(crate) fn size_values(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
-    let items = if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
-        args.get_item(0)?
-            .try_iter()?
-            .collect::<PyResult<Vec<_>>>()?
-    } else {
-        args.iter().collect()
-    };
-    items
-        .iter()
-        .map(|i| {
-            i.extract::<i64>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "size must be a tuple of ints, not {}",
-                    type_name(i)
-                ))
-            })
+    let size = |i: Bound<'_, PyAny>| {
+        i.extract::<i64>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "size must be a tuple of ints, not {}",
+                type_name(&i)
+            ))
         })
-        .collect()
+    };
+    if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
+        args.get_item(0)?.try_iter()?.map(|i| size(i?)).collect()
+    } else {
+        args.iter().map(size).collect()
+    }
 }
 
 /// Refuses negative sizes with PyTorch's message (`zeros` has its own).

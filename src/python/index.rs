@@ -81,13 +81,10 @@ fn slice_selection(s: &Bound<'_, PySlice>) -> PyResult<Selection> {
 
 /// Converts a key into selections for a tensor of `ndim` dimensions.
 pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Selection>> {
-    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-        Ok(t) => t.iter().collect(),
-        Err(_) => vec![key.clone()],
-    };
-    let mut out = Vec::with_capacity(items.len());
+    let tuple = key.cast::<PyTuple>().ok();
+    let mut out = Vec::with_capacity(tuple.map_or(1, |t| t.len()));
     let mut ellipsis_at = None;
-    for item in &items {
+    let mut read = |item: &Bound<'_, PyAny>| -> PyResult<()> {
         if item.is_none() {
             out.push(Selection::NewAxis);
         } else if let Ok(b) = item.cast::<pyo3::types::PyBool>() {
@@ -117,6 +114,11 @@ pub(crate) fn parse_key(key: &Bound<'_, PyAny>, ndim: usize) -> PyResult<Vec<Sel
                 item.get_type().name()?
             )));
         }
+        Ok(())
+    };
+    match tuple {
+        Some(t) => t.iter().try_for_each(|item| read(&item))?,
+        None => read(key)?,
     }
     if let Some(at) = ellipsis_at {
         let used = out
