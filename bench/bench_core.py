@@ -2,7 +2,7 @@
 """Core benchmark for dlbridge: per-call cost of the zero-copy exchange paths
 against PyTorch / NumPy, O(1) behaviour, peak memory, leaks, and elementwise add.
 
-    python bench/bench_core.py [--impl dlbridge|torch] [--quick] [--check]
+    python bench/bench_core.py [--impl dlbridge|torch] [--quick] [--check] [--repeat N]
 
 Prints a table (dlbridge, peer, ratio, target, PASS/FAIL per row) and writes the
 same to bench/results/core.json. Exits 0 unless --check is given and a row fails.
@@ -13,6 +13,7 @@ import argparse
 import gc
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -87,9 +88,16 @@ def bench_calls(db, cfg, rows):
         ("16. t.reshape(2, 8) vs a.reshape(2, 8)", "t.reshape(2, 8)", dict(t=t),
          "a.reshape(2, 8)", dict(a=a), 2.0),
     ]
-    for name, s1, ns1, s2, ns2, target in cases:
-        ours, peer = per_call_ns([(s1, ns1), (s2, ns2)], cfg.loops, cfg.samples)
-        ratio = ours / peer
+    # --repeat N: N rounds over every row (rounds interleave, so drift hits all
+    # rows alike); each row reports the medians of its rounds.
+    runs = {name: [] for name, *_ in cases}
+    for _ in range(cfg.repeat):
+        for name, s1, ns1, s2, ns2, _target in cases:
+            runs[name].append(per_call_ns([(s1, ns1), (s2, ns2)], cfg.loops, cfg.samples))
+    for name, *_, target in cases:
+        ours = statistics.median(o for o, _ in runs[name])
+        peer = statistics.median(p for _, p in runs[name])
+        ratio = statistics.median(o / p for o, p in runs[name])
         row(rows, name, ours, peer, ratio, f"<= {target}", ratio <= target)
 
 
@@ -182,13 +190,17 @@ def main():
                    help="what runs the 'dlbridge' side (torch = stand-in)")
     p.add_argument("--quick", action="store_true", help="few repetitions (smoke test)")
     p.add_argument("--check", action="store_true", help="exit 1 if any target fails")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="per-call rows: N interleaved rounds, medians reported (default 1)")
     args = p.parse_args()
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
     if args.quick:
         cfg = SimpleNamespace(loops=1000, samples=15, leak_warmup=10**4,
-                              leak_trips=10**5, add_samples=5)
+                              leak_trips=10**5, add_samples=5, repeat=args.repeat)
     else:
         cfg = SimpleNamespace(loops=2000, samples=150, leak_warmup=10**5,
-                              leak_trips=10**6, add_samples=30)
+                              leak_trips=10**6, add_samples=30, repeat=args.repeat)
 
     db = load_impl(args.impl, SimpleNamespace(from_numpy=torch.from_numpy, from_dlpack=torch.from_dlpack,
                                               __version__=f"torch {torch.__version__} (stand-in)"))
@@ -197,7 +209,8 @@ def main():
           f"{info['platform']}")
     print(f"python {info['python']}, numpy {info['numpy']}, torch {info['torch']} "
           f"({info['torch_threads']} threads), dlbridge {info['dlbridge']}")
-    print(f"impl={args.impl} quick={args.quick} loops={cfg.loops} samples={cfg.samples}\n")
+    print(f"impl={args.impl} quick={args.quick} loops={cfg.loops} samples={cfg.samples} "
+          f"repeat={cfg.repeat}\n")
 
     rows = []
     for bench in (bench_peak, bench_calls, bench_o1, bench_leak, bench_add):
