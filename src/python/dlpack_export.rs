@@ -18,7 +18,7 @@
 use super::capsule::{self, Abi};
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
-use super::fastcall::{Args, FastCall, intern_once};
+use super::fastcall::{Args, FastCall, LastRead, intern_once};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
 use crate::dlpack::{ExportOptions, export::VERSION, export_legacy, export_versioned};
@@ -164,33 +164,17 @@ fn pair<T: TryFrom<i64>>(v: Borrowed<'_, '_, PyAny>, wrong: &str) -> PyResult<(T
     Ok((item(0)?, item(1)?))
 }
 
-/// A `max_version` tuple and the pair it holds.
-type ReadVersion = Option<(Py<PyTuple>, (u32, u32))>;
-
-thread_local! {
-    /// The last `max_version` tuple read on this thread and what it said.
-    /// Consumers pass the same constant tuple on every call, and a tuple
-    /// cannot change, so matching it by identity (kept alive here, so its
-    /// address cannot be reused) skips reading it again.
-    static LAST_MAX_VERSION: std::cell::RefCell<ReadVersion> =
-        const { std::cell::RefCell::new(None) };
-}
+/// The last `max_version` tuple read and the pair it held (see [`LastRead`]).
+static LAST_MAX_VERSION: LastRead<(u32, u32)> = LastRead::new((0, 0));
 
 /// `max_version=`: a pair of non-negative integers.
 fn read_max_version(v: Borrowed<'_, '_, PyAny>) -> PyResult<(u32, u32)> {
-    let hit = LAST_MAX_VERSION.with_borrow(|last| {
-        last.as_ref()
-            .filter(|(t, _)| t.as_ptr() == v.as_ptr())
-            .map(|&(_, parsed)| parsed)
-    });
-    if let Some(parsed) = hit {
+    if let Some(parsed) = LAST_MAX_VERSION.get(v.py(), v.as_ptr(), 0) {
         return Ok(parsed);
     }
     let parsed = pair(v, "max_version must be None or a tuple with two elements.")?;
-    if let Ok(t) = v.cast::<PyTuple>() {
-        let kept = (t.to_owned().unbind(), parsed);
-        // The previous tuple is released after the borrow ends.
-        let _previous = LAST_MAX_VERSION.with_borrow_mut(|last| last.replace(kept));
+    if v.is_exact_instance_of::<PyTuple>() {
+        LAST_MAX_VERSION.remember(v, 0, parsed);
     }
     Ok(parsed)
 }

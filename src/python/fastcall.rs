@@ -21,7 +21,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyString, PyType};
+use std::cell::UnsafeCell;
 
 /// `METH_FASTCALL` (see the module doc for why it is defined here).
 const METH_FASTCALL: i32 = 0x0080;
@@ -77,21 +78,63 @@ fn keyword_index<F: FastCall>(py: Python<'_>, name: Borrowed<'_, '_, PyAny>) -> 
     F::KEYWORDS.iter().position(|k| *k == name)
 }
 
-/// The keyword names of the last call on this thread and, for the entry
-/// point they were read for (its `KEYWORDS`), which keyword each one is.
-/// Callers pass one constant tuple of names on every call (NumPy's
-/// `from_dlpack`, torch's), so matching the tuple by identity (kept alive
-/// here, so its address cannot be reused) skips reading the names again.
-struct KnownNames {
-    names: Py<PyTuple>,
-    of: *const &'static str,
-    slots: [u8; MAX_KEYWORDS],
+/// The last object a fast entry point read and what it read from it,
+/// found again by identity. Callers pass the same constant tuple on every
+/// call (the keyword names NumPy's `from_dlpack` passes, the `max_version`
+/// tuple of every consumer), and a tuple cannot change, so a hit skips
+/// reading it. The object is kept alive, so its address cannot be reused.
+///
+/// A static rather than a thread-local (whose lookup cost more than the
+/// hit saves): every access takes a `Python` token, and this abi3
+/// extension cannot load in a free-threaded interpreter, nor pyo3's
+/// modules in a subinterpreter, so the GIL makes each access exclusive.
+/// Reads copy the value out and a write replaces it, releasing the
+/// previous object only once the cell is whole again, so no reference into
+/// the cell lives while Python code (which could re-enter) runs.
+pub(crate) struct LastRead<V> {
+    /// The object's address, a tag (which entry point read it), the value.
+    seen: UnsafeCell<(usize, usize, V)>,
+    kept: UnsafeCell<Option<Py<PyAny>>>,
 }
 
-thread_local! {
-    static LAST_NAMES: std::cell::RefCell<Option<KnownNames>> =
-        const { std::cell::RefCell::new(None) };
+// SAFETY: only touched with the GIL held, which serializes every access
+// (see the type's doc); Py is Send and V is Copy + Send.
+unsafe impl<V: Copy + Send> Sync for LastRead<V> {}
+
+impl<V: Copy> LastRead<V> {
+    /// Empty: address 0 is no object's.
+    pub(crate) const fn new(empty: V) -> Self {
+        LastRead {
+            seen: UnsafeCell::new((0, 0, empty)),
+            kept: UnsafeCell::new(None),
+        }
+    }
+
+    /// What was read from `ob` under `tag`, if `ob` was the last one read.
+    pub(crate) fn get(&self, _py: Python<'_>, ob: *mut ffi::PyObject, tag: usize) -> Option<V> {
+        // SAFETY: the GIL is held (the token), so nothing writes meanwhile.
+        let (seen, seen_tag, value) = unsafe { *self.seen.get() };
+        (seen == ob as usize && seen_tag == tag).then_some(value)
+    }
+
+    /// Remembers `value`, read from `ob` (kept alive) under `tag`.
+    pub(crate) fn remember(&self, ob: Borrowed<'_, '_, PyAny>, tag: usize, value: V) {
+        let kept = ob.to_owned().unbind();
+        // SAFETY: the GIL is held (ob's token) and no reference into the
+        // cell is alive; the old object is released after both writes.
+        let previous = unsafe {
+            *self.seen.get() = (ob.as_ptr() as usize, tag, value);
+            (*self.kept.get()).replace(kept)
+        };
+        // Released now, through the token: a bare `Py` dropped on a fast
+        // entry point's path would wait in pyo3's deferred queue.
+        drop(previous.map(|p| p.into_bound(ob.py())));
+    }
 }
+
+/// The keyword names last passed to a fast entry point and which keyword
+/// each one is (tagged with the entry point's `KEYWORDS`).
+static LAST_NAMES: LastRead<[u8; MAX_KEYWORDS]> = LastRead::new([0; MAX_KEYWORDS]);
 
 /// Which keyword of `F` each of the `nkw` names in `kwnames` is (the
 /// slots), or the `TypeError` for the first name `F` does not take.
@@ -103,13 +146,8 @@ unsafe fn slots<F: FastCall>(
     kwnames: *mut ffi::PyObject,
     nkw: usize,
 ) -> PyResult<[u8; MAX_KEYWORDS]> {
-    let of = F::KEYWORDS.as_ptr();
-    let hit = LAST_NAMES.with_borrow(|last| {
-        last.as_ref()
-            .filter(|k| k.names.as_ptr() == kwnames && k.of == of)
-            .map(|k| k.slots)
-    });
-    if let Some(slots) = hit {
+    let tag = F::KEYWORDS.as_ptr() as usize;
+    if let Some(slots) = LAST_NAMES.get(py, kwnames, tag) {
         return Ok(slots);
     }
     let mut slots = [0u8; MAX_KEYWORDS];
@@ -121,15 +159,8 @@ unsafe fn slots<F: FastCall>(
             None => return Err(unexpected::<F>(key)?),
         }
     }
-    // SAFETY: kwnames is a live tuple (the caller's promise).
-    let names = unsafe { Bound::from_borrowed_ptr(py, kwnames).cast_into_unchecked::<PyTuple>() };
-    let known = KnownNames {
-        names: names.unbind(),
-        of,
-        slots,
-    };
-    // The previous tuple is released after the borrow ends.
-    let _previous = LAST_NAMES.with_borrow_mut(|last| last.replace(known));
+    // SAFETY: kwnames is a live object (the caller's promise).
+    LAST_NAMES.remember(unsafe { Borrowed::from_ptr(py, kwnames) }, tag, slots);
     Ok(slots)
 }
 

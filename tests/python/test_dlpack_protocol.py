@@ -516,3 +516,23 @@ def test_more_keyword_names_than_an_entry_point_takes():
         db.from_dlpack(t, device=None, copy=None, bogus=1)
     with pytest.raises(TypeError, match="positional-only arguments passed as keyword arguments: 'x'"):
         db.from_dlpack(x=t)
+
+
+def test_a_remembered_max_version_released_by_python_code_that_exports_again():
+    """__dlpack__ remembers the last max_version tuple (kept alive) and lets it go when
+    another comes; letting it go may run Python code that exports again (re-entering
+    the memory while it is being replaced): every export still reads its own version."""
+    seen = []
+
+    class One(int):
+        def __del__(self):
+            c = db.arange(2).__dlpack__(max_version=(0, 9))  # legacy: major < 1
+            seen.append(is_capsule(c, "dltensor"))
+
+    t = db.arange(3)
+    assert is_capsule(t.__dlpack__(max_version=(One(1), 0)), "dltensor_versioned")
+    assert seen == []  # the tuple is still remembered
+    assert is_capsule(t.__dlpack__(max_version=(1, 2)), "dltensor_versioned")
+    collect()
+    assert seen == [True]
+    assert is_capsule(t.__dlpack__(max_version=(0, 5)), "dltensor")
