@@ -89,7 +89,8 @@ def bench_calls(db, cfg, rows):
          "a.reshape(2, 8)", dict(a=a), 2.0),
     ]
     # --repeat N: N rounds over every row (rounds interleave, so drift hits all
-    # rows alike); each row reports the medians of its rounds.
+    # rows alike); each row reports the medians of its rounds, and as its ratio
+    # the median of the rounds' ratios (each taken within one round).
     runs = {name: [] for name, *_ in cases}
     for _ in range(cfg.repeat):
         for name, s1, ns1, s2, ns2, _target in cases:

@@ -145,18 +145,24 @@ fn describe(t: &Tensor) -> Result<DLTensor> {
 }
 
 /// Writes `t`'s shape then its element strides into `out` (`2 * ndim`
-/// values; `describe(t)` has checked the strides are whole elements, so a
+/// values). `describe(t)` has checked the strides are whole elements, so a
 /// shift by log2 of the item size divides them exactly, without the
-/// division's latency).
+/// division's latency; the stride of a size-1 dimension may be any value
+/// and is divided as `Layout::element_strides` does (toward zero).
 fn fill_dims(t: &Tensor, out: &mut [i64]) {
     let layout = t.layout();
-    let shift = t.dtype().size().trailing_zeros();
+    let size = t.dtype().size() as isize;
+    let shift = size.trailing_zeros();
     let (shape, strides) = out.split_at_mut(t.ndim());
     for (d, &n) in shape.iter_mut().zip(&layout.shape) {
         *d = n as i64;
     }
     for (d, &s) in strides.iter_mut().zip(&layout.strides) {
-        *d = (s >> shift) as i64;
+        *d = if s & (size - 1) == 0 {
+            s >> shift
+        } else {
+            s / size
+        } as i64;
     }
 }
 
@@ -285,6 +291,31 @@ mod tests {
             source.upgrade().is_none(),
             "the deleter ran and released it"
         );
+    }
+
+    #[test]
+    fn strides_divide_as_element_strides_do() {
+        let t = Tensor::zeros(&[8], DType::I32, Device::CPU).unwrap();
+        // A size-1 dimension's stride need not be whole elements.
+        let odd = t.with_layout(crate::Layout {
+            shape: vec![1, 2, 2],
+            strides: vec![-3, -8, 4],
+            offset: 12,
+        });
+        let raw = export_versioned(&odd, ExportOptions::default()).unwrap();
+        // SAFETY: raw is a fresh export we own; its strides hold ndim values.
+        let strides = unsafe { std::slice::from_raw_parts((*raw).dl_tensor.strides, 3).to_vec() };
+        // SAFETY: we own the export and call its deleter once.
+        unsafe { ((*raw).deleter.unwrap())(raw) };
+        let expected: Vec<i64> = odd
+            .layout()
+            .element_strides(4)
+            .unwrap()
+            .iter()
+            .map(|&s| s as i64)
+            .collect();
+        assert_eq!(strides, expected);
+        assert_eq!(strides, vec![0, -2, 1]);
     }
 
     #[test]

@@ -85,6 +85,11 @@ unsafe fn destroy(capsule: *mut ffi::PyObject, abi: Abi) {
         }
         if ffi::PyErr_Occurred().is_null() {
             delete_held(capsule, abi);
+            // A foreign deleter that left an exception set must not leak it
+            // out of a dealloc.
+            if !ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_WriteUnraisable(capsule);
+            }
             return;
         }
         let (mut ty, mut value, mut tb) = (

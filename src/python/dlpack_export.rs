@@ -18,7 +18,7 @@
 use super::capsule::{self, Abi};
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
-use super::fastcall::{Args, FastCall, LastRead, intern_once};
+use super::fastcall::{Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
 use crate::dlpack::{ExportOptions, export::VERSION, export_legacy, export_versioned};
@@ -167,14 +167,20 @@ fn pair<T: TryFrom<i64>>(v: Borrowed<'_, '_, PyAny>, wrong: &str) -> PyResult<(T
 /// The last `max_version` tuple read and the pair it held (see [`LastRead`]).
 static LAST_MAX_VERSION: LastRead<(u32, u32)> = LastRead::new((0, 0));
 
-/// `max_version=`: a pair of non-negative integers.
+/// `max_version=`: a pair of non-negative integers. A tuple of two exact
+/// ints is remembered (reading one again has no effect to skip, and
+/// releasing one runs no Python code).
 fn read_max_version(v: Borrowed<'_, '_, PyAny>) -> PyResult<(u32, u32)> {
-    if let Some(parsed) = LAST_MAX_VERSION.get(v.py(), v.as_ptr(), 0) {
+    if let Some(parsed) = LAST_MAX_VERSION.get(v.py(), v.as_ptr()) {
         return Ok(parsed);
     }
     let parsed = pair(v, "max_version must be None or a tuple with two elements.")?;
-    if v.is_exact_instance_of::<PyTuple>() {
-        LAST_MAX_VERSION.remember(v, 0, parsed);
+    let exact_ints = v.cast_exact::<PyTuple>().is_ok_and(|t| {
+        t.iter_borrowed()
+            .all(|item| item.is_exact_instance_of::<pyo3::types::PyInt>())
+    });
+    if exact_ints {
+        LAST_MAX_VERSION.remember(v, parsed);
     }
     Ok(parsed)
 }
@@ -203,6 +209,11 @@ Exports the tensor as a DLPack capsule (the DLPack Python protocol).";
     fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
         static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
         intern_once(py, &NAMES, Self::KEYWORDS)
+    }
+
+    fn last_names() -> &'static LastRead<KeywordSlots> {
+        static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
+        &LAST
     }
 
     fn call(py: Python<'_>, slf: *mut ffi::PyObject, args: Args<'_, '_>) -> PyResult<Py<PyAny>> {

@@ -15,7 +15,7 @@ use super::capsule::{self, Taken};
 use super::device::extract_opt_device;
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
-use super::fastcall::{self, Args, FastCall, intern_once};
+use super::fastcall::{self, Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
 use super::numpy::{is_exact_ndarray, tensor_from_ndarray};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
@@ -53,6 +53,11 @@ zero-copy unless `copy=True` or another `device` asks for a copy.";
     fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
         static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
         intern_once(py, &NAMES, Self::KEYWORDS)
+    }
+
+    fn last_names() -> &'static LastRead<KeywordSlots> {
+        static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
+        &LAST
     }
 
     fn call(

@@ -21,7 +21,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::{PyString, PyTuple, PyType};
 use std::cell::UnsafeCell;
 
 /// `METH_FASTCALL` (see the module doc for why it is defined here).
@@ -29,6 +29,9 @@ const METH_FASTCALL: i32 = 0x0080;
 
 /// The most keywords an entry point takes.
 pub(crate) const MAX_KEYWORDS: usize = 4;
+
+/// Which keyword each name of a call's keyword-name tuple is.
+pub(crate) type KeywordSlots = [u8; MAX_KEYWORDS];
 
 /// Arguments as the trampoline hands them over: `N` positional values and
 /// one slot per keyword (None when absent or passed as `None`).
@@ -49,6 +52,10 @@ pub(crate) trait FastCall {
     const KEYWORDS: &'static [&'static str];
     /// `KEYWORDS` as interned strings (one `PyOnceLock` per entry point).
     fn interned(py: Python<'_>) -> &'static [Py<PyString>];
+    /// The keyword names last passed to this entry point and which keyword
+    /// each one is (one cell per entry point, so two busy call sites on
+    /// different entry points do not evict each other).
+    fn last_names() -> &'static LastRead<KeywordSlots>;
     /// The body. `slf` is the instance for methods, NULL for functions.
     fn call(py: Python<'_>, slf: *mut ffi::PyObject, args: Args<'_, '_>) -> PyResult<Py<PyAny>>;
 }
@@ -90,10 +97,12 @@ fn keyword_index<F: FastCall>(py: Python<'_>, name: Borrowed<'_, '_, PyAny>) -> 
 /// modules in a subinterpreter, so the GIL makes each access exclusive.
 /// Reads copy the value out and a write replaces it, releasing the
 /// previous object only once the cell is whole again, so no reference into
-/// the cell lives while Python code (which could re-enter) runs.
+/// the cell lives while Python code (which could re-enter) runs. Callers
+/// remember only tuples of exact str or int, whose release runs no Python
+/// code and whose reading has no side effects to skip.
 pub(crate) struct LastRead<V> {
-    /// The object's address, a tag (which entry point read it), the value.
-    seen: UnsafeCell<(usize, usize, V)>,
+    /// The object's address and the value.
+    seen: UnsafeCell<(usize, V)>,
     kept: UnsafeCell<Option<Py<PyAny>>>,
 }
 
@@ -105,25 +114,25 @@ impl<V: Copy> LastRead<V> {
     /// Empty: address 0 is no object's.
     pub(crate) const fn new(empty: V) -> Self {
         LastRead {
-            seen: UnsafeCell::new((0, 0, empty)),
+            seen: UnsafeCell::new((0, empty)),
             kept: UnsafeCell::new(None),
         }
     }
 
-    /// What was read from `ob` under `tag`, if `ob` was the last one read.
-    pub(crate) fn get(&self, _py: Python<'_>, ob: *mut ffi::PyObject, tag: usize) -> Option<V> {
+    /// What was read from `ob`, if `ob` was the last one read.
+    pub(crate) fn get(&self, _py: Python<'_>, ob: *mut ffi::PyObject) -> Option<V> {
         // SAFETY: the GIL is held (the token), so nothing writes meanwhile.
-        let (seen, seen_tag, value) = unsafe { *self.seen.get() };
-        (seen == ob as usize && seen_tag == tag).then_some(value)
+        let (seen, value) = unsafe { *self.seen.get() };
+        (seen == ob as usize).then_some(value)
     }
 
-    /// Remembers `value`, read from `ob` (kept alive) under `tag`.
-    pub(crate) fn remember(&self, ob: Borrowed<'_, '_, PyAny>, tag: usize, value: V) {
+    /// Remembers `value`, read from `ob` (kept alive).
+    pub(crate) fn remember(&self, ob: Borrowed<'_, '_, PyAny>, value: V) {
         let kept = ob.to_owned().unbind();
         // SAFETY: the GIL is held (ob's token) and no reference into the
         // cell is alive; the old object is released after both writes.
         let previous = unsafe {
-            *self.seen.get() = (ob.as_ptr() as usize, tag, value);
+            *self.seen.get() = (ob.as_ptr() as usize, value);
             (*self.kept.get()).replace(kept)
         };
         // Released now, through the token: a bare `Py` dropped on a fast
@@ -131,10 +140,6 @@ impl<V: Copy> LastRead<V> {
         drop(previous.map(|p| p.into_bound(ob.py())));
     }
 }
-
-/// The keyword names last passed to a fast entry point and which keyword
-/// each one is (tagged with the entry point's `KEYWORDS`).
-static LAST_NAMES: LastRead<[u8; MAX_KEYWORDS]> = LastRead::new([0; MAX_KEYWORDS]);
 
 /// Which keyword of `F` each of the `nkw` names in `kwnames` is (the
 /// slots), or the `TypeError` for the first name `F` does not take.
@@ -145,9 +150,8 @@ unsafe fn slots<F: FastCall>(
     py: Python<'_>,
     kwnames: *mut ffi::PyObject,
     nkw: usize,
-) -> PyResult<[u8; MAX_KEYWORDS]> {
-    let tag = F::KEYWORDS.as_ptr() as usize;
-    if let Some(slots) = LAST_NAMES.get(py, kwnames, tag) {
+) -> PyResult<KeywordSlots> {
+    if let Some(slots) = F::last_names().get(py, kwnames) {
         return Ok(slots);
     }
     let mut slots = [0u8; MAX_KEYWORDS];
@@ -159,8 +163,18 @@ unsafe fn slots<F: FastCall>(
             None => return Err(unexpected::<F>(key)?),
         }
     }
-    // SAFETY: kwnames is a live object (the caller's promise).
-    LAST_NAMES.remember(unsafe { Borrowed::from_ptr(py, kwnames) }, tag, slots);
+    // SAFETY: kwnames is a live tuple (the caller's promise).
+    let names = unsafe { Borrowed::from_ptr(py, kwnames) };
+    // Names may be str subclasses (`f(**{MyStr("copy"): 1})`), whose
+    // release could run Python code: only exact str are remembered.
+    // SAFETY: as above.
+    let tuple = unsafe { names.cast_unchecked::<PyTuple>() };
+    if tuple
+        .iter_borrowed()
+        .all(|n| n.is_exact_instance_of::<PyString>())
+    {
+        F::last_names().remember(names, slots);
+    }
     Ok(slots)
 }
 

@@ -1,6 +1,7 @@
 """The DLPack protocol: db.from_dlpack, Tensor.__dlpack__ and Tensor.__dlpack_device__."""
 
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -500,11 +501,18 @@ def test_fast_entry_points_read_each_call_s_values_and_their_own_names():
     with: the values are still each call's own, and a tuple read for one entry point is
     not taken for the other's (copy is __dlpack__'s fourth keyword, from_dlpack's second)."""
     t = db.arange(3.0)
-    for copy in [True, False, True, None, False]:
-        shared = db.from_dlpack(_call_with_copy(t.__dlpack__, copy=copy)).data_ptr() == t.data_ptr()
-        assert shared == (not copy), copy
-        shared = _call_with_copy(functools.partial(db.from_dlpack, t), copy=copy).data_ptr() == t.data_ptr()
-        assert shared == (not copy), copy
+    copies = [True, False, True, None, False]
+
+    def export(copy):
+        return db.from_dlpack(_call_with_copy(t.__dlpack__, copy=copy)).data_ptr() == t.data_ptr()
+
+    def import_(copy):
+        return _call_with_copy(functools.partial(db.from_dlpack, t), copy=copy).data_ptr() == t.data_ptr()
+
+    # Each alone (the names are found again), then taking turns.
+    assert [export(c) for c in copies] == [not c for c in copies]
+    assert [import_(c) for c in copies] == [not c for c in copies]
+    assert [(export(c), import_(c)) for c in copies] == [(not c, not c) for c in copies]
 
 
 def test_more_keyword_names_than_an_entry_point_takes():
@@ -518,21 +526,48 @@ def test_more_keyword_names_than_an_entry_point_takes():
         db.from_dlpack(x=t)
 
 
-def test_a_remembered_max_version_released_by_python_code_that_exports_again():
-    """__dlpack__ remembers the last max_version tuple (kept alive) and lets it go when
-    another comes; letting it go may run Python code that exports again (re-entering
-    the memory while it is being replaced): every export still reads its own version."""
-    seen = []
+def test_max_version_remembered_only_as_a_tuple_of_plain_ints():
+    """__dlpack__ remembers the last max_version tuple of two plain ints (kept alive until
+    another comes); any other tuple is read on every call and not kept, so reading it
+    (its __index__) happens each time and releasing it (its __del__) is never delayed."""
+    t = db.arange(3)
+    plain = tuple([1, 2])  # built at run time: only this test holds it
+    before = sys.getrefcount(plain)
+    assert is_capsule(t.__dlpack__(max_version=plain), "dltensor_versioned")
+    assert sys.getrefcount(plain) == before + 1  # remembered
+    assert is_capsule(t.__dlpack__(max_version=(0, 5)), "dltensor")  # another one
+    assert sys.getrefcount(plain) == before  # let go
+
+    reads, released = [], []
+
+    class Index:
+        def __index__(self):
+            reads.append(1)
+            return 1
 
     class One(int):
         def __del__(self):
-            c = db.arange(2).__dlpack__(max_version=(0, 9))  # legacy: major < 1
-            seen.append(is_capsule(c, "dltensor"))
+            released.append(1)
+
+    odd = (Index(), 0)
+    for _ in range(2):
+        assert is_capsule(t.__dlpack__(max_version=odd), "dltensor_versioned")
+    assert reads == [1, 1]
+    assert is_capsule(t.__dlpack__(max_version=(One(1), 0)), "dltensor_versioned")
+    assert released == [1]
+
+
+def test_keyword_names_remembered_only_when_plain_str():
+    """A call's keyword names may be str subclasses (from a ** dict): such names are not
+    kept, and an ordinary call site's names are."""
+    released = []
+
+    class Name(str):
+        def __del__(self):
+            released.append(1)
 
     t = db.arange(3)
-    assert is_capsule(t.__dlpack__(max_version=(One(1), 0)), "dltensor_versioned")
-    assert seen == []  # the tuple is still remembered
-    assert is_capsule(t.__dlpack__(max_version=(1, 2)), "dltensor_versioned")
+    c = t.__dlpack__(**{Name("max_version"): (1, 0)})
+    assert is_capsule(c, "dltensor_versioned")
     collect()
-    assert seen == [True]
-    assert is_capsule(t.__dlpack__(max_version=(0, 5)), "dltensor")
+    assert released == [1]
