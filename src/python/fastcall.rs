@@ -9,8 +9,9 @@
 //! `PyDescr_NewMethod`/`PyCFunction_NewEx` are in the stable ABI). The tuple
 //! of keyword names a call site passes is remembered by identity (callers
 //! pass one constant tuple), and new names are matched by pointer against
-//! interned strings first, so parsing costs less than NumPy's. An entry point implements [`FastCall`]; the
-//! trampoline parses, catches panics and turns errors into exceptions.
+//! interned strings first, so parsing costs less than NumPy's. An entry
+//! point implements [`FastCall`]; the trampoline parses, catches panics and
+//! turns errors into exceptions.
 //!
 //! Layer: a leaf, beside `errors`; `dlpack_export` and `dlpack_import` use it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
@@ -158,10 +159,7 @@ unsafe fn slots<F: FastCall>(
     for (i, slot) in slots.iter_mut().enumerate().take(nkw) {
         // SAFETY: kwnames holds nkw names (the caller's promise).
         let key = unsafe { Borrowed::from_ptr(py, ffi::PyTuple_GetItem(kwnames, i as isize)) };
-        match keyword_index::<F>(py, key) {
-            Some(k) => *slot = k as u8,
-            None => return Err(unexpected::<F>(key)?),
-        }
+        *slot = keyword_of::<F>(py, key)? as u8;
     }
     // SAFETY: kwnames is a live tuple (the caller's promise).
     let names = unsafe { Borrowed::from_ptr(py, kwnames) };
@@ -176,6 +174,15 @@ unsafe fn slots<F: FastCall>(
         F::last_names().remember(names, slots);
     }
     Ok(slots)
+}
+
+/// Which keyword of `F` the name `key` is, or the `TypeError` for a name
+/// `F` does not take.
+fn keyword_of<F: FastCall>(py: Python<'_>, key: Borrowed<'_, '_, PyAny>) -> PyResult<usize> {
+    match keyword_index::<F>(py, key) {
+        Some(k) => Ok(k),
+        None => Err(unexpected::<F>(key)?),
+    }
 }
 
 /// The `TypeError` for keyword `key`, which `F` does not take.
@@ -260,10 +267,7 @@ unsafe fn parse<'a, 'py, F: FastCall>(
     } else {
         // More names than keywords: some repeat or are unknown.
         for (i, value) in values.iter().enumerate() {
-            match keyword_index::<F>(py, key(i)) {
-                Some(k) => put(k, value),
-                None => return Err(unexpected::<F>(key(i))?),
-            }
+            put(keyword_of::<F>(py, key(i))?, value);
         }
     }
     Ok(Args {
