@@ -10,7 +10,11 @@
   doubles them in place: the edit must be visible from Python.
 
 The C ABI is built with `cargo build --features capi` (target/debug). The
-tests skip only when `cargo` or a C compiler is missing.
+tests skip only when `cargo` or a C compiler is missing. `DLB_CAPI_LIB_DIR`
+names a folder with a prebuilt `libdlbridge.so` (and optionally `libdlbridge.a`)
+instead: the GPU machine has no Rust (tests/gpu/run_on_gpu.sh). Without the
+static library there, the C++ build links the shared one and the ASan run,
+which needs the static one, skips with that reason.
 """
 
 import ctypes
@@ -86,9 +90,24 @@ def _test_env(*, hide_gpu=False, **extra):
 # ----- building ---------------------------------------------------------------------------------
 
 
+def _link(lib_dir):
+    """How to link test_capi.c to the C ABI: the static library where there is one."""
+    static = lib_dir / "libdlbridge.a"
+    if static.is_file():
+        return [static, *NATIVE_STATIC_LIBS]
+    return [f"-L{lib_dir}", "-ldlbridge", f"-Wl,-rpath,{lib_dir.resolve()}", "-lpthread"]
+
+
 @pytest.fixture(scope="session")
 def capi_lib():
-    """Builds the C ABI once per session; returns target/debug."""
+    """Builds the C ABI once per session; returns target/debug (or DLB_CAPI_LIB_DIR)."""
+    prebuilt = os.environ.get("DLB_CAPI_LIB_DIR")
+    if prebuilt:
+        lib_dir = Path(prebuilt).resolve()
+        assert (lib_dir / "libdlbridge.so").is_file(), f"DLB_CAPI_LIB_DIR={prebuilt} has no libdlbridge.so"
+        if _tool("cc") is None:
+            pytest.skip("no C compiler (`cc`) on PATH: cannot build the C tests of the C ABI")
+        return lib_dir
     cargo, cc = _tool("cargo"), _tool("cc")
     if cargo is None:
         pytest.skip("`cargo` is not on PATH: cannot build the C ABI (cargo build --features capi)")
@@ -111,6 +130,8 @@ def build_dir(tmp_path_factory):
 def asan_exe(capi_lib, build_dir):
     """test_capi.c against the static library, with ASan + UBSan."""
     exe = build_dir / "test_capi_asan"
+    if not (capi_lib / "libdlbridge.a").is_file():
+        pytest.skip(f"no libdlbridge.a in {capi_lib}: the ASan build links the static library")
     _compile(["cc", "-std=c11", *WARNINGS, "-g", *SANITIZE, "-Iinclude", TEST_C,
               capi_lib / "libdlbridge.a", *NATIVE_STATIC_LIBS, "-o", exe])
     return exe
@@ -167,7 +188,7 @@ def test_c_abi_from_cpp(capi_lib, build_dir):
         pytest.skip("no C++ compiler (`c++`) on PATH")
     exe = build_dir / "test_capi_cpp"
     _compile([cxx, "-std=c++17", *WARNINGS, "-g", "-Iinclude", "-x", "c++", TEST_C, "-x", "none",
-              capi_lib / "libdlbridge.a", *NATIVE_STATIC_LIBS, "-o", exe])
+              *_link(capi_lib), "-o", exe])
     r = _run([exe], env=_test_env())
     assert r.returncode == 0, "test_capi built as C++ failed:\n" + _output(r)
 
