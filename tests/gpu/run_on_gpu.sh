@@ -135,9 +135,13 @@ PYTEST=("$PY" -m pytest -ra -p no:cacheprovider)
 [ -n "${GPU_BATCH_K:-}" ] && PYTEST+=(-k "$GPU_BATCH_K")
 
 versions() {
-  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
-    | sed 's/^/GPU (name, driver, memory, capability): /'
-  nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | sed 's/^/driver'"'"'s /'
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
+      | sed 's/^/GPU (name, driver, memory, capability): /'
+    nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | sed 's/^/driver'"'"'s /'
+  else
+    echo "nvidia-smi: not found (no NVIDIA driver)"
+  fi
   command -v nvcc >/dev/null && nvcc --version | tail -1 | sed 's/^/nvcc: /'
   command -v compute-sanitizer >/dev/null && compute-sanitizer --version | grep -i version | head -1 | sed 's/^/compute-sanitizer: /'
   "$PY" - <<'PY'
