@@ -335,7 +335,7 @@ impl Tensor {
 
     /// Sets every element to `value` (`Tensor.fill_`).
     pub fn fill_(&self, value: Scalar) -> Result<()> {
-        value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
+        value.check_fits(self.dtype, self.dtype.c_type_name())?;
         self.ensure_writable()?;
         if self.dtype.is_storage_only() {
             if self.dtype == DType::F4E2M1FNX2 {

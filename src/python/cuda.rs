@@ -10,7 +10,7 @@ use super::device::extract_opt_device;
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
-use crate::{DType, Device};
+use crate::{DType, Device, NumpyType};
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -153,26 +153,13 @@ fn cuda_kernel_cache_dir() -> Option<String> {
     None
 }
 
-/// NumPy's type string for a dtype, as `__cuda_array_interface__` wants it.
+/// NumPy's type string for a dtype, as `__cuda_array_interface__` wants it
+/// (NumPy has none for bfloat16 and the storage-only dtypes).
 fn typestr(dtype: DType) -> Option<&'static str> {
-    Some(match dtype {
-        DType::Bool => "|b1",
-        DType::U8 => "|u1",
-        DType::I8 => "|i1",
-        DType::I16 => "<i2",
-        DType::I32 => "<i4",
-        DType::I64 => "<i8",
-        DType::U16 => "<u2",
-        DType::U32 => "<u4",
-        DType::U64 => "<u8",
-        DType::F16 => "<f2",
-        DType::F32 => "<f4",
-        DType::F64 => "<f8",
-        DType::C64 => "<c8",
-        DType::C128 => "<c16",
-        // NumPy has no type string for bfloat16 and the storage-only dtypes.
-        _ => return None,
-    })
+    match dtype.numpy() {
+        NumpyType::Builtin(typestr) => Some(typestr),
+        _ => None,
+    }
 }
 
 /// `Tensor.__cuda_array_interface__` (version 3), for CuPy, Numba and others.
