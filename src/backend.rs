@@ -191,9 +191,6 @@ pub trait Accelerator {
     fn order_before_consumer(&self, device: Device, stream: i64) -> Result<()>;
     /// Makes dlbridge's work wait for what a producer queued on `stream`.
     fn wait_for_producer(&self, device: Device, stream: i64) -> Result<()>;
-    /// Called before imported device memory dlbridge used goes back to its
-    /// owner, who may reuse it at once on another stream.
-    fn before_foreign_release(&self, device: Device);
     /// Extra places to look for the accelerator's libraries (Python
     /// packages that ship them).
     fn add_library_roots(&self, roots: Vec<std::path::PathBuf>);

@@ -6,7 +6,7 @@
 use crate::backend::{
     Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
 };
-use crate::storage::Storage;
+use crate::storage::{DeviceQueue, Storage};
 use crate::{Device, Error, Result, Scalar, Tensor};
 use std::sync::Arc;
 
@@ -96,7 +96,6 @@ impl Accelerator for Cuda {
     fn wait_for_producer(&self, device: Device, _stream: i64) -> Result<()> {
         off(device)
     }
-    fn before_foreign_release(&self, _device: Device) {}
     fn add_library_roots(&self, _roots: Vec<std::path::PathBuf>) {}
     fn export_ipc(&self, storage: &Arc<Storage>) -> Result<CudaIpcHandle> {
         off(storage.device())
@@ -104,4 +103,8 @@ impl Accelerator for Cuda {
     fn import_ipc(&self, handle: &CudaIpcHandle, _read_only: bool) -> Result<Arc<Storage>> {
         off(Device::cuda(Some(handle.device)))
     }
+}
+
+impl DeviceQueue for Cuda {
+    fn finish(&self, _device: Device) {}
 }

@@ -63,7 +63,7 @@ fn dev_ptr(t: &Tensor) -> Result<sys::CUdeviceptr> {
             "this CUDA tensor's data pointer {p:#x} is not aligned to its {align}-byte elements"
         );
     }
-    t.storage().mark_device_use();
+    t.storage().mark_device_use(&super::Cuda);
     Ok(p)
 }
 

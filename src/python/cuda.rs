@@ -204,7 +204,7 @@ pub(crate) fn array_interface<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound
     d.set_item("data", (ptr, t.is_read_only()))?;
     d.set_item("version", 3)?;
     d.set_item("stream", 1)?;
-    t.storage().mark_device_use();
+    t.storage().mark_device_use(&crate::cuda::Cuda);
     Ok(d)
 }
 
