@@ -95,62 +95,26 @@ fn cuda_get_device_capability(device: Option<&Bound<'_, PyAny>>) -> PyResult<(i3
         .py()
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_nvrtc_version() -> PyResult<(i32, i32)> {
     crate::cuda::nvrtc_version().py()
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_nvrtc_path() -> Option<String> {
     crate::cuda::nvrtc_path().map(|p| p.display().to_string())
 }
 
 /// Compiles every kernel file for `arch` (e.g. "sm_90"), no GPU needed.
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_compile_kernels(py: Python<'_>, arch: String) -> PyResult<Vec<(String, usize)>> {
     let sizes = py.detach(|| crate::cuda::compile_all(&arch)).py()?;
     Ok(sizes.into_iter().map(|(n, s)| (n.to_string(), s)).collect())
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_kernel_cache_dir() -> Option<String> {
     crate::cuda::cache_dir().map(|p| p.display().to_string())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn no_backend<T>() -> PyResult<T> {
-    Err(pyo3::exceptions::PyRuntimeError::new_err(
-        "dlbridge was built without its CUDA backend (cargo feature `cuda`)",
-    ))
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_nvrtc_version() -> PyResult<(i32, i32)> {
-    no_backend()
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_nvrtc_path() -> Option<String> {
-    None
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_compile_kernels(arch: String) -> PyResult<Vec<(String, usize)>> {
-    let _ = arch;
-    no_backend()
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_kernel_cache_dir() -> Option<String> {
-    None
 }
 
 /// NumPy's type string for a dtype, as `__cuda_array_interface__` wants it
