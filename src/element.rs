@@ -274,10 +274,7 @@ mod tests {
     fn each_dtype_s_element_type_says_it_is_that_dtype() {
         for dt in DType::ALL {
             assert_eq!(crate::with_element!(dt, T => T::DTYPE), dt);
-            assert_eq!(
-                crate::with_element!(dt, T => std::mem::align_of::<T>()) <= dt.size(),
-                true
-            );
+            assert!(crate::with_element!(dt, T => std::mem::align_of::<T>()) <= dt.size());
         }
     }
 }
