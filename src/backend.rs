@@ -5,7 +5,7 @@
 //! the stand-in a build without the `cuda` feature compiles in its place, so
 //! the compiler checks all three against the same signatures. Promotion,
 //! broadcasting, in-place rules and PyTorch's scalar rounding live once, in
-//! `ops.rs` and `tensor.rs`, above this trait: a backend receives operands
+//! `ops/` and `tensor.rs`, above this trait: a backend receives operands
 //! already on its device, already of the dtype it computes in, with inputs
 //! that broadcast to the output.
 //!
@@ -14,7 +14,7 @@
 //! implement it.
 //!
 //! Adding an op: a variant of [`UnaryOp`], [`BinaryOp`] or [`ReduceOp`]
-//! (or a method here), its arm in each backend, and one function in `ops.rs`.
+//! (or a method here), its arm in each backend, and one function in `ops/`.
 
 use crate::storage::Storage;
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};
@@ -83,7 +83,7 @@ pub enum Rhs<'a> {
     Tensor(&'a Tensor),
     /// A Python number. It is applied in the dtype's compute type
     /// ([`DType::compute_dtype`]: float32 for float16 and bfloat16) exactly
-    /// as given, so the result is rounded once; `ops.rs` has already rounded
+    /// as given, so the result is rounded once; `ops/` has already rounded
     /// it where PyTorch does. `left`: the number is the left operand
     /// (`number - tensor`).
     Scalar { value: Scalar, left: bool },
@@ -114,7 +114,7 @@ pub enum ReduceOp {
 }
 
 /// What a device must do. Every method gets tensors on the backend's own
-/// device; none checks what `ops.rs` already checked (devices, dtypes,
+/// device; none checks what `ops/` already checked (devices, dtypes,
 /// shapes, writability).
 pub(crate) trait Backend: Sync {
     /// `bytes` of fresh memory on `device`, zeroed or left uninitialised.
@@ -191,9 +191,6 @@ pub trait Accelerator {
     fn order_before_consumer(&self, device: Device, stream: i64) -> Result<()>;
     /// Makes dlbridge's work wait for what a producer queued on `stream`.
     fn wait_for_producer(&self, device: Device, stream: i64) -> Result<()>;
-    /// Called before imported device memory dlbridge used goes back to its
-    /// owner, who may reuse it at once on another stream.
-    fn before_foreign_release(&self, device: Device);
     /// Extra places to look for the accelerator's libraries (Python
     /// packages that ship them).
     fn add_library_roots(&self, roots: Vec<std::path::PathBuf>);

@@ -1,13 +1,15 @@
 //! Stand-in for the CUDA backend when dlbridge is built without the `cuda`
-//! feature: the same [`Backend`] and [`Accelerator`] contract as
-//! `cuda/backend.rs` (the compiler checks both against the traits), each
-//! request saying that CUDA is not available.
+//! feature: the same [`Backend`], [`Accelerator`] and [`DeviceQueue`]
+//! contract as `cuda/backend.rs` (the compiler checks both against the
+//! traits), and the same free functions as `cuda/mod.rs` exports, so no
+//! caller needs a `cfg` pair; each request says that CUDA is not available.
 
 use crate::backend::{
     Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
 };
-use crate::storage::Storage;
-use crate::{Device, Error, Result, Scalar, Tensor};
+use crate::storage::{DeviceQueue, Storage};
+use crate::{Device, Error, ErrorKind, Result, Scalar, Tensor};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// CUDA, as a build without it sees it.
@@ -15,6 +17,29 @@ pub struct Cuda;
 
 fn off<T>(device: Device) -> Result<T> {
     Err(Error::no_cuda(device))
+}
+
+/// Why this build has no NVRTC or kernels.
+const NOT_BUILT: &str = "dlbridge was built without its CUDA backend (cargo feature `cuda`)";
+
+/// The NVRTC version: none in this build.
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    Err(Error::new(ErrorKind::NoCuda, NOT_BUILT))
+}
+
+/// Where libnvrtc was found: nowhere in this build.
+pub fn nvrtc_path() -> Option<PathBuf> {
+    None
+}
+
+/// Compiles every kernel file: none in this build.
+pub fn compile_all(_target: &str) -> Result<Vec<(&'static str, usize)>> {
+    Err(Error::new(ErrorKind::NoCuda, NOT_BUILT))
+}
+
+/// Where compiled kernels are kept: nowhere in this build.
+pub fn cache_dir() -> Option<PathBuf> {
+    None
 }
 
 impl Backend for Cuda {
@@ -66,7 +91,7 @@ impl Accelerator for Cuda {
         0
     }
     fn unavailable_reason(&self) -> Option<String> {
-        Some("dlbridge was built without its CUDA backend (cargo feature `cuda`)".into())
+        Some(NOT_BUILT.into())
     }
     fn resolve(&self, device: Device) -> Result<Device> {
         if device.is_cpu() {
@@ -96,7 +121,6 @@ impl Accelerator for Cuda {
     fn wait_for_producer(&self, device: Device, _stream: i64) -> Result<()> {
         off(device)
     }
-    fn before_foreign_release(&self, _device: Device) {}
     fn add_library_roots(&self, _roots: Vec<std::path::PathBuf>) {}
     fn export_ipc(&self, storage: &Arc<Storage>) -> Result<CudaIpcHandle> {
         off(storage.device())
@@ -104,4 +128,8 @@ impl Accelerator for Cuda {
     fn import_ipc(&self, handle: &CudaIpcHandle, _read_only: bool) -> Result<Arc<Storage>> {
         off(Device::cuda(Some(handle.device)))
     }
+}
+
+impl DeviceQueue for Cuda {
+    fn finish(&self, _device: Device) {}
 }

@@ -10,6 +10,17 @@ pub enum DeviceKind {
     Cuda,
 }
 
+impl DeviceKind {
+    /// PyTorch's name for this kind: `device.type`, and the suffix of its
+    /// kernel names in messages (`"add_cpu" not implemented for ...`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+}
+
 /// A device as PyTorch spells it: a kind and, for CUDA, an optional index
 /// (`cuda` means "the current device" until a tensor is placed).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +44,13 @@ impl Device {
 
     pub fn is_cpu(self) -> bool {
         self.kind == DeviceKind::Cpu
+    }
+
+    /// The pair with the host last: the first is the device that moves
+    /// data between the two (the host never does), and the one PyTorch
+    /// names first when they differ. Two accelerators keep their order.
+    pub fn host_last(a: Device, b: Device) -> (Device, Device) {
+        if a.is_cpu() { (b, a) } else { (a, b) }
     }
 
     /// Parses `cpu`, `cpu:0`, `cuda`, `cuda:1` (PyTorch's grammar:
@@ -116,11 +134,9 @@ impl Device {
 impl std::fmt::Display for Device {
     /// `cpu`, `cuda`, `cuda:0`: the form used in PyTorch's messages.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.kind, self.index) {
-            (DeviceKind::Cpu, None) => write!(f, "cpu"),
-            (DeviceKind::Cpu, Some(i)) => write!(f, "cpu:{i}"),
-            (DeviceKind::Cuda, None) => write!(f, "cuda"),
-            (DeviceKind::Cuda, Some(i)) => write!(f, "cuda:{i}"),
+        match self.index {
+            None => write!(f, "{}", self.kind.name()),
+            Some(i) => write!(f, "{}:{i}", self.kind.name()),
         }
     }
 }

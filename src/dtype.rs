@@ -1,45 +1,236 @@
-//! Element types: their DLPack codes, sizes, names and PyTorch's promotion rules.
+//! Element types: every fact about each one in one table ([`dtypes!`]),
+//! and PyTorch's promotion rules.
 
 use crate::{Result, bail};
 use dlpark::ffi::{DLDataType, DLDataTypeCode};
 
-/// The element types dlbridge stores and computes with.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DType {
-    Bool,
-    U8,
-    I8,
-    I16,
-    I32,
-    I64,
-    U16,
-    U32,
-    U64,
-    F16,
-    BF16,
-    F32,
-    F64,
-    C64,
-    C128,
-    // The narrow types of DLPack 1.3: stored, exchanged, copied and cast,
-    // but not computed with (see `is_storage_only`).
-    F8E3M4,
-    F8E4M3,
-    F8E4M3B11FNUZ,
-    F8E4M3FN,
-    F8E4M3FNUZ,
-    F8E5M2,
-    F8E5M2FNUZ,
-    F8E8M0FNU,
-    F6E2M3FN,
-    F6E3M2FN,
-    /// One float4_e2m1fn value per byte (ml_dtypes' layout).
-    F4E2M1FN,
-    /// Two float4_e2m1fn values per byte, low nibble first (PyTorch's
-    /// `float4_e2m1fn_x2`): a byte is one element.
-    F4E2M1FNX2,
-    /// PyTorch's `complex32`: two float16.
-    C32,
+/// The dtype table: one line per dtype, every fact about it.
+///
+/// `dtypes!([callback] (args))` hands `(args)` and the lines to `callback`:
+/// the [`DType`] enum and its accessors below and the element dispatch
+/// ([`with_element!`](crate::with_element),
+/// [`with_compute_element!`](crate::with_compute_element)) are made from
+/// these lines, so a new dtype is a new line here (and, for a new Rust
+/// type, its `Element` impl in `element.rs`).
+///
+/// The columns: the variant; the Rust type that stores one element; the
+/// name after `dlbridge.` (ml_dtypes uses the same); PyTorch's C++
+/// scalar-type name (its error messages quote it); PyTorch's aliases; the
+/// category PyTorch's promotion uses; `Computed` (with the dtype arithmetic
+/// runs in when not its own) or `Stored` (stored, exchanged, copied and
+/// cast, never computed with); its real part's dtype; the DLPack code, bits
+/// and lanes; the sign (`torch.dtype.is_signed`); NumPy's type string (as
+/// `__array_interface__` spells it), `ml_dtypes` or `none`; the CUDA
+/// kernels' type name (`kernels/common.cuh`), or `none`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! dtypes {
+    ([$($callback:tt)*] $args:tt) => {
+        $($callback)*! { $args
+        // variant      Rust type                            name                  PyTorch's name        aliases      category  arithmetic    real        DLPack code            sign      NumPy      CUDA
+        Bool          = bool,                                "bool",               "Bool",               [],          Bool,     Computed,     Bool,       BOOL 8 1,              Unsigned, "|b1",     "b8";
+        U8            = u8,                                  "uint8",              "Byte",               [],          Integral, Computed,     U8,         UINT 8 1,              Unsigned, "|u1",     "u8";
+        I8            = i8,                                  "int8",               "Char",               [],          Integral, Computed,     I8,         INT 8 1,               Signed,   "|i1",     "i8";
+        I16           = i16,                                 "int16",              "Short",              ["short"],   Integral, Computed,     I16,        INT 16 1,              Signed,   "<i2",     "i16";
+        I32           = i32,                                 "int32",              "Int",                ["int"],     Integral, Computed,     I32,        INT 32 1,              Signed,   "<i4",     "i32";
+        I64           = i64,                                 "int64",              "Long",               ["long"],    Integral, Computed,     I64,        INT 64 1,              Signed,   "<i8",     "i64";
+        U16           = u16,                                 "uint16",             "UInt16",             [],          Integral, Computed,     U16,        UINT 16 1,             Unsigned, "<u2",     "u16";
+        U32           = u32,                                 "uint32",             "UInt32",             [],          Integral, Computed,     U32,        UINT 32 1,             Unsigned, "<u4",     "u32";
+        U64           = u64,                                 "uint64",             "UInt64",             [],          Integral, Computed,     U64,        UINT 64 1,             Unsigned, "<u8",     "u64";
+        F16           = half::f16,                           "float16",            "Half",               ["half"],    Floating, Computed F32, F16,        FLOAT 16 1,            Signed,   "<f2",     "f16";
+        BF16          = half::bf16,                          "bfloat16",           "BFloat16",           [],          Floating, Computed F32, BF16,       BFLOAT 16 1,           Signed,   ml_dtypes, "bf16";
+        F32           = f32,                                 "float32",            "Float",              ["float"],   Floating, Computed,     F32,        FLOAT 32 1,            Signed,   "<f4",     "f32";
+        F64           = f64,                                 "float64",            "Double",             ["double"],  Floating, Computed,     F64,        FLOAT 64 1,            Signed,   "<f8",     "f64";
+        C64           = num_complex::Complex32,              "complex64",          "ComplexFloat",       ["cfloat"],  Complex,  Computed,     F32,        COMPLEX 64 1,          Signed,   "<c8",     none;
+        C128          = num_complex::Complex64,              "complex128",         "ComplexDouble",      ["cdouble"], Complex,  Computed,     F64,        COMPLEX 128 1,         Signed,   "<c16",    none;
+        F8E3M4        = $crate::element::Float8E3M4,         "float8_e3m4",        "Float8_e3m4",        [],          Floating, Stored,       F8E3M4,     FLOAT8_E3M4 8 1,       Signed,   ml_dtypes, none;
+        F8E4M3        = $crate::element::Float8E4M3,         "float8_e4m3",        "Float8_e4m3",        [],          Floating, Stored,       F8E4M3,     FLOAT8_E4M3 8 1,       Signed,   ml_dtypes, none;
+        F8E4M3B11FNUZ = $crate::element::Float8E4M3B11Fnuz,  "float8_e4m3b11fnuz", "Float8_e4m3b11fnuz", [],          Floating, Stored,       F8E4M3B11FNUZ, FLOAT8_E4M3B11FNUZ 8 1, Signed, ml_dtypes, none;
+        F8E4M3FN      = $crate::element::Float8E4M3Fn,       "float8_e4m3fn",      "Float8_e4m3fn",      [],          Floating, Stored,       F8E4M3FN,   FLOAT8_E4M3FN 8 1,     Signed,   ml_dtypes, none;
+        F8E4M3FNUZ    = $crate::element::Float8E4M3Fnuz,     "float8_e4m3fnuz",    "Float8_e4m3fnuz",    [],          Floating, Stored,       F8E4M3FNUZ, FLOAT8_E4M3FNUZ 8 1,   Signed,   ml_dtypes, none;
+        F8E5M2        = $crate::element::Float8E5M2,         "float8_e5m2",        "Float8_e5m2",        [],          Floating, Stored,       F8E5M2,     FLOAT8_E5M2 8 1,       Signed,   ml_dtypes, none;
+        F8E5M2FNUZ    = $crate::element::Float8E5M2Fnuz,     "float8_e5m2fnuz",    "Float8_e5m2fnuz",    [],          Floating, Stored,       F8E5M2FNUZ, FLOAT8_E5M2FNUZ 8 1,   Signed,   ml_dtypes, none;
+        F8E8M0FNU     = $crate::element::Float8E8M0Fnu,      "float8_e8m0fnu",     "Float8_e8m0fnu",     [],          Floating, Stored,       F8E8M0FNU,  FLOAT8_E8M0FNU 8 1,    Unsigned, ml_dtypes, none;
+        F6E2M3FN      = $crate::element::Float6E2M3Fn,       "float6_e2m3fn",      "Float6_e2m3fn",      [],          Floating, Stored,       F6E2M3FN,   FLOAT6_E2M3FN 6 1,     Signed,   ml_dtypes, none;
+        F6E3M2FN      = $crate::element::Float6E3M2Fn,       "float6_e3m2fn",      "Float6_e3m2fn",      [],          Floating, Stored,       F6E3M2FN,   FLOAT6_E3M2FN 6 1,     Signed,   ml_dtypes, none;
+        F4E2M1FN      = $crate::element::Float4E2M1Fn,       "float4_e2m1fn",      "Float4_e2m1fn",      [],          Floating, Stored,       F4E2M1FN,   FLOAT4_E2M1FN 4 1,     Signed,   ml_dtypes, none;
+        F4E2M1FNX2    = $crate::element::Float4E2M1FnX2,     "float4_e2m1fn_x2",   "Float4_e2m1fn_x2",   [],          Floating, Stored,       F4E2M1FNX2, FLOAT4_E2M1FN 4 2,     Signed,   none,      none;
+        C32           = $crate::element::ComplexHalf,        "complex32",          "ComplexHalf",        ["chalf"],   Complex,  Stored,       F16,        COMPLEX 32 1,          Signed,   none,      none;
+        }
+    };
+}
+
+/// Defines [`DType`] and its per-dtype accessors from the table's lines.
+macro_rules! define_dtypes {
+    (() $(
+        $v:ident = $elem:ty, $name:literal, $torch:literal, [$($alias:literal),*], $cat:ident,
+        $arith:ident $($compute:ident)?, $real:ident, $code:ident $bits:literal $lanes:literal,
+        $sign:ident, $numpy:tt, $cuda:tt;
+    )*) => {
+        /// The element types dlbridge stores and computes with: the lines of
+        /// [`dtypes!`]. The narrow types of DLPack 1.3 and complex32 are
+        /// stored, exchanged, copied and cast, but not computed with (see
+        /// [`DType::is_storage_only`]); `F4E2M1FN` holds one float4 value
+        /// per byte (ml_dtypes' layout), `F4E2M1FNX2` two, low nibble first
+        /// (PyTorch's `float4_e2m1fn_x2`, a byte an element); `C32` is
+        /// PyTorch's `complex32`, two float16.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum DType {
+            $($v,)*
+        }
+
+        impl DType {
+            /// Every dtype, in the order the Python module lists them.
+            pub const ALL: [DType; [$(DType::$v),*].len()] = [$(DType::$v),*];
+
+            /// The name shown after `dlbridge.` (`float64`, `bfloat16`, ...).
+            pub const fn name(self) -> &'static str {
+                match self { $(DType::$v => $name,)* }
+            }
+
+            /// PyTorch's C++ scalar-type name, used verbatim in its error messages
+            /// ("result type Float can't be cast to the desired output type Long").
+            pub const fn scalar_type_name(self) -> &'static str {
+                match self { $(DType::$v => $torch,)* }
+            }
+
+            /// PyTorch's C type name, as its `fill_` overflow message spells it
+            /// (`int16_t`; the dtype's own name for all but the integers).
+            pub const fn c_type_name(self) -> &'static str {
+                match self {
+                    $(DType::$v => if matches!(Category::$cat, Category::Integral) {
+                        concat!($name, "_t")
+                    } else {
+                        $name
+                    },)*
+                }
+            }
+
+            /// PyTorch's other names for this dtype (`long`, `half`, ...).
+            pub const fn aliases(self) -> &'static [&'static str] {
+                match self { $(DType::$v => &[$($alias),*],)* }
+            }
+
+            /// Looks a dtype up by name, accepting PyTorch's aliases (`float`, `long`, ...).
+            pub fn from_name(name: &str) -> Option<DType> {
+                let name = name.strip_prefix("dlbridge.").unwrap_or(name);
+                let name = name.strip_prefix("torch.").unwrap_or(name);
+                match name {
+                    $($name $(| $alias)* => Some(DType::$v),)*
+                    _ => None,
+                }
+            }
+
+            /// Bytes per element: always a power of two (the export path relies on it).
+            pub const fn size(self) -> usize {
+                match self { $(DType::$v => std::mem::size_of::<$elem>(),)* }
+            }
+
+            pub const fn category(self) -> Category {
+                match self { $(DType::$v => Category::$cat,)* }
+            }
+
+            /// The DLPack 1.3 narrow types and complex32: dlbridge stores,
+            /// exchanges, copies and casts them, and refuses arithmetic on them
+            /// (PyTorch has no kernels for most of it either).
+            pub const fn is_storage_only(self) -> bool {
+                match self { $(DType::$v => matches!(Arith::$arith, Arith::Stored),)* }
+            }
+
+            /// The type arithmetic on this dtype computes in, as PyTorch's kernels
+            /// do: float16 and bfloat16 compute in float32 and round once at the end.
+            pub const fn compute_dtype(self) -> DType {
+                match self { $(DType::$v => compute_or!($($compute)? $v),)* }
+            }
+
+            /// The real type with the same precision as a complex one (and the identity otherwise).
+            pub const fn to_real(self) -> DType {
+                match self { $(DType::$v => DType::$real,)* }
+            }
+
+            /// Signed in PyTorch's sense (`torch.dtype.is_signed`).
+            pub const fn is_signed(self) -> bool {
+                match self { $(DType::$v => matches!(Sign::$sign, Sign::Signed),)* }
+            }
+
+            /// The DLPack descriptor of this dtype: one lane, but for PyTorch's
+            /// packed pair of float4 (bits 4, lanes 2, as PyTorch spells it).
+            pub const fn to_dlpack(self) -> DLDataType {
+                let (code, bits, lanes) = match self {
+                    $(DType::$v => (DLDataTypeCode::$code, $bits, $lanes),)*
+                };
+                DLDataType { code, bits, lanes }
+            }
+
+            /// How NumPy holds this dtype.
+            pub const fn numpy(self) -> NumpyType {
+                match self { $(DType::$v => numpy_type!($numpy),)* }
+            }
+
+            /// The type name the CUDA kernels use for this dtype (the suffix
+            /// of their names); None: no kernels take it.
+            pub const fn cuda_type(self) -> Option<&'static str> {
+                match self { $(DType::$v => cuda_type!($cuda),)* }
+            }
+        }
+    };
+}
+
+/// The arithmetic column's dtype: the one named, else the line's own.
+macro_rules! compute_or {
+    ($compute:ident $v:ident) => {
+        DType::$compute
+    };
+    ($v:ident) => {
+        DType::$v
+    };
+}
+
+macro_rules! numpy_type {
+    ($typestr:literal) => {
+        NumpyType::Builtin($typestr)
+    };
+    (ml_dtypes) => {
+        NumpyType::MlDtypes
+    };
+    (none) => {
+        NumpyType::None
+    };
+}
+
+macro_rules! cuda_type {
+    ($name:literal) => {
+        Some($name)
+    };
+    (none) => {
+        None
+    };
+}
+
+crate::dtypes!([define_dtypes]());
+
+/// The table's arithmetic column.
+enum Arith {
+    Computed,
+    Stored,
+}
+
+/// The table's sign column.
+enum Sign {
+    Signed,
+    Unsigned,
+}
+
+/// How NumPy holds a dtype.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NumpyType {
+    /// A NumPy builtin, by its type string (`<f4`): the kind is its second
+    /// byte, the item size [`DType::size`].
+    Builtin(&'static str),
+    /// ml_dtypes' type of the same name (bfloat16, the narrow floats).
+    MlDtypes,
+    /// NumPy cannot hold it.
+    None,
 }
 
 /// Coarse kinds used by PyTorch's promotion rules; ordered low to high.
@@ -52,187 +243,46 @@ pub enum Category {
 }
 
 impl DType {
-    /// Every dtype, in the order the Python module lists them.
-    pub const ALL: [DType; 28] = [
-        DType::Bool,
-        DType::U8,
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::U16,
-        DType::U32,
-        DType::U64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-        DType::C64,
-        DType::C128,
-        DType::F8E3M4,
-        DType::F8E4M3,
-        DType::F8E4M3B11FNUZ,
-        DType::F8E4M3FN,
-        DType::F8E4M3FNUZ,
-        DType::F8E5M2,
-        DType::F8E5M2FNUZ,
-        DType::F8E8M0FNU,
-        DType::F6E2M3FN,
-        DType::F6E3M2FN,
-        DType::F4E2M1FN,
-        DType::F4E2M1FNX2,
-        DType::C32,
-    ];
-
     /// The dtype PyTorch picks for Python floats and for `Tensor(...)`.
     pub const DEFAULT_FLOAT: DType = DType::F32;
 
-    /// The name shown after `dlbridge.` (`float64`, `bfloat16`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::U8 => "uint8",
-            DType::I8 => "int8",
-            DType::I16 => "int16",
-            DType::I32 => "int32",
-            DType::I64 => "int64",
-            DType::U16 => "uint16",
-            DType::U32 => "uint32",
-            DType::U64 => "uint64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-            DType::C64 => "complex64",
-            DType::C128 => "complex128",
-            DType::F8E3M4 => "float8_e3m4",
-            DType::F8E4M3 => "float8_e4m3",
-            DType::F8E4M3B11FNUZ => "float8_e4m3b11fnuz",
-            DType::F8E4M3FN => "float8_e4m3fn",
-            DType::F8E4M3FNUZ => "float8_e4m3fnuz",
-            DType::F8E5M2 => "float8_e5m2",
-            DType::F8E5M2FNUZ => "float8_e5m2fnuz",
-            DType::F8E8M0FNU => "float8_e8m0fnu",
-            DType::F6E2M3FN => "float6_e2m3fn",
-            DType::F6E3M2FN => "float6_e3m2fn",
-            DType::F4E2M1FN => "float4_e2m1fn",
-            DType::F4E2M1FNX2 => "float4_e2m1fn_x2",
-            DType::C32 => "complex32",
+    /// This dtype's position in [`DType::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The NumPy builtin of this kind (`b'f'`) and item size, if any: one
+    /// lookup in a table the compiler builds from [`DType::numpy`]
+    /// (`from_numpy` asks on every call).
+    pub fn from_numpy_kind(kind: u8, size: usize) -> Option<DType> {
+        /// By kind (its low five bits: b, c, f, i and u differ there) and
+        /// log2 of the size.
+        const LOOKUP: [[Option<DType>; 5]; 32] = {
+            let mut table = [[None; 5]; 32];
+            let mut i = 0;
+            while i < DType::ALL.len() {
+                let d = DType::ALL[i];
+                if let NumpyType::Builtin(typestr) = d.numpy() {
+                    let kind = typestr.as_bytes()[1];
+                    table[(kind & 31) as usize][d.size().trailing_zeros() as usize] = Some(d);
+                }
+                i += 1;
+            }
+            table
+        };
+        if !size.is_power_of_two() || size > 16 {
+            return None;
         }
-    }
-
-    /// PyTorch's C++ scalar-type name, used verbatim in its error messages
-    /// ("result type Float can't be cast to the desired output type Long").
-    pub fn scalar_type_name(self) -> &'static str {
-        match self {
-            DType::Bool => "Bool",
-            DType::U8 => "Byte",
-            DType::I8 => "Char",
-            DType::I16 => "Short",
-            DType::I32 => "Int",
-            DType::I64 => "Long",
-            DType::U16 => "UInt16",
-            DType::U32 => "UInt32",
-            DType::U64 => "UInt64",
-            DType::F16 => "Half",
-            DType::BF16 => "BFloat16",
-            DType::F32 => "Float",
-            DType::F64 => "Double",
-            DType::C64 => "ComplexFloat",
-            DType::C128 => "ComplexDouble",
-            DType::F8E3M4 => "Float8_e3m4",
-            DType::F8E4M3 => "Float8_e4m3",
-            DType::F8E4M3B11FNUZ => "Float8_e4m3b11fnuz",
-            DType::F8E4M3FN => "Float8_e4m3fn",
-            DType::F8E4M3FNUZ => "Float8_e4m3fnuz",
-            DType::F8E5M2 => "Float8_e5m2",
-            DType::F8E5M2FNUZ => "Float8_e5m2fnuz",
-            DType::F8E8M0FNU => "Float8_e8m0fnu",
-            DType::F6E2M3FN => "Float6_e2m3fn",
-            DType::F6E3M2FN => "Float6_e3m2fn",
-            DType::F4E2M1FN => "Float4_e2m1fn",
-            DType::F4E2M1FNX2 => "Float4_e2m1fn_x2",
-            DType::C32 => "ComplexHalf",
+        let found = LOOKUP[usize::from(kind & 31)][size.trailing_zeros() as usize]?;
+        match found.numpy() {
+            NumpyType::Builtin(typestr) if typestr.as_bytes()[1] == kind => Some(found),
+            _ => None,
         }
-    }
-
-    /// Looks a dtype up by name, accepting PyTorch's aliases (`float`, `long`, ...).
-    pub fn from_name(name: &str) -> Option<DType> {
-        let name = name.strip_prefix("dlbridge.").unwrap_or(name);
-        let name = name.strip_prefix("torch.").unwrap_or(name);
-        Some(match name {
-            "bool" => DType::Bool,
-            "uint8" => DType::U8,
-            "int8" => DType::I8,
-            "int16" | "short" => DType::I16,
-            "int32" | "int" => DType::I32,
-            "int64" | "long" => DType::I64,
-            "uint16" => DType::U16,
-            "uint32" => DType::U32,
-            "uint64" => DType::U64,
-            "float16" | "half" => DType::F16,
-            "bfloat16" => DType::BF16,
-            "float32" | "float" => DType::F32,
-            "float64" | "double" => DType::F64,
-            "complex64" | "cfloat" => DType::C64,
-            "complex128" | "cdouble" => DType::C128,
-            "complex32" | "chalf" => DType::C32,
-            other => return DType::ALL[15..].iter().copied().find(|d| d.name() == other),
-        })
-    }
-
-    /// Bytes per element: always a power of two (the export path relies on it).
-    pub fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 | DType::C32 => 4,
-            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
-            DType::C128 => 16,
-            _ => 1, // the narrow floats, one byte each
-        }
-    }
-
-    pub fn category(self) -> Category {
-        match self {
-            DType::Bool => Category::Bool,
-            DType::C32 | DType::C64 | DType::C128 => Category::Complex,
-            DType::U8
-            | DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U16
-            | DType::U32
-            | DType::U64 => Category::Integral,
-            _ => Category::Floating,
-        }
-    }
-
-    /// The DLPack 1.3 narrow types and complex32: dlbridge stores, exchanges,
-    /// copies and casts them, and refuses arithmetic on them (PyTorch has
-    /// no kernels for most of it either).
-    pub fn is_storage_only(self) -> bool {
-        self.is_narrow_float() || self == DType::C32
     }
 
     /// float8, float6 and float4 (which PyTorch does not promote with others).
     pub fn is_narrow_float(self) -> bool {
-        matches!(
-            self,
-            DType::F8E3M4
-                | DType::F8E4M3
-                | DType::F8E4M3B11FNUZ
-                | DType::F8E4M3FN
-                | DType::F8E4M3FNUZ
-                | DType::F8E5M2
-                | DType::F8E5M2FNUZ
-                | DType::F8E8M0FNU
-                | DType::F6E2M3FN
-                | DType::F6E3M2FN
-                | DType::F4E2M1FN
-                | DType::F4E2M1FNX2
-        )
+        self.is_storage_only() && self.category() == Category::Floating
     }
 
     /// The unsigned integer type of the same size: storage-only tensors are
@@ -246,19 +296,11 @@ impl DType {
         }
     }
 
-    /// Bits per value in DLPack's spelling (float6 and float4 are sub-byte).
-    fn dlpack_bits(self) -> u8 {
-        match self {
-            DType::F6E2M3FN | DType::F6E3M2FN => 6,
-            DType::F4E2M1FN | DType::F4E2M1FNX2 => 4,
-            other => (other.size() * 8) as u8,
-        }
-    }
-
     /// Whether DLPack must be told this type is padded (one sub-byte value
     /// per byte, `IS_SUBBYTE_TYPE_PADDED`).
     pub fn is_padded_subbyte(self) -> bool {
-        matches!(self, DType::F6E2M3FN | DType::F6E3M2FN | DType::F4E2M1FN)
+        let dl = self.to_dlpack();
+        usize::from(dl.bits) * usize::from(dl.lanes) < self.size() * 8
     }
 
     pub fn is_floating_point(self) -> bool {
@@ -267,43 +309,6 @@ impl DType {
 
     pub fn is_complex(self) -> bool {
         self.category() == Category::Complex
-    }
-
-    /// Signed in PyTorch's sense (`torch.dtype.is_signed`).
-    pub fn is_signed(self) -> bool {
-        !matches!(
-            self,
-            DType::Bool | DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::F8E8M0FNU
-        )
-    }
-
-    /// The DLPack descriptor of this dtype: one lane, but for PyTorch's
-    /// packed pair of float4 (bits 4, lanes 2, as PyTorch spells it).
-    pub fn to_dlpack(self) -> DLDataType {
-        let code = match self {
-            DType::Bool => DLDataTypeCode::BOOL,
-            DType::BF16 => DLDataTypeCode::BFLOAT,
-            DType::F16 | DType::F32 | DType::F64 => DLDataTypeCode::FLOAT,
-            DType::C32 | DType::C64 | DType::C128 => DLDataTypeCode::COMPLEX,
-            DType::F8E3M4 => DLDataTypeCode::FLOAT8_E3M4,
-            DType::F8E4M3 => DLDataTypeCode::FLOAT8_E4M3,
-            DType::F8E4M3B11FNUZ => DLDataTypeCode::FLOAT8_E4M3B11FNUZ,
-            DType::F8E4M3FN => DLDataTypeCode::FLOAT8_E4M3FN,
-            DType::F8E4M3FNUZ => DLDataTypeCode::FLOAT8_E4M3FNUZ,
-            DType::F8E5M2 => DLDataTypeCode::FLOAT8_E5M2,
-            DType::F8E5M2FNUZ => DLDataTypeCode::FLOAT8_E5M2FNUZ,
-            DType::F8E8M0FNU => DLDataTypeCode::FLOAT8_E8M0FNU,
-            DType::F6E2M3FN => DLDataTypeCode::FLOAT6_E2M3FN,
-            DType::F6E3M2FN => DLDataTypeCode::FLOAT6_E3M2FN,
-            DType::F4E2M1FN | DType::F4E2M1FNX2 => DLDataTypeCode::FLOAT4_E2M1FN,
-            _ if self.is_signed() => DLDataTypeCode::INT,
-            _ => DLDataTypeCode::UINT,
-        };
-        DLDataType {
-            code,
-            bits: self.dlpack_bits(),
-            lanes: if self == DType::F4E2M1FNX2 { 2 } else { 1 },
-        }
     }
 
     /// Reads a DLPack dtype, refusing vector lanes and types dlbridge does
@@ -326,25 +331,6 @@ impl DType {
                 dt.lanes
             )
         })
-    }
-
-    /// The real type with the same precision as a complex one (and the identity otherwise).
-    pub fn to_real(self) -> DType {
-        match self {
-            DType::C32 => DType::F16,
-            DType::C64 => DType::F32,
-            DType::C128 => DType::F64,
-            other => other,
-        }
-    }
-
-    /// The type arithmetic on this dtype computes in, as PyTorch's kernels
-    /// do: float16 and bfloat16 compute in float32 and round once at the end.
-    pub fn compute_dtype(self) -> DType {
-        match self {
-            DType::F16 | DType::BF16 => DType::F32,
-            other => other,
-        }
     }
 
     /// The complex type whose components have this floating type's precision.

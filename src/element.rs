@@ -204,140 +204,50 @@ impl Element for ComplexHalf {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype` (the dtype
+/// table's second column, [`dtypes!`](crate::dtypes)).
 #[macro_export]
 macro_rules! with_element {
-    ($dtype:expr, $T:ident => $body:expr) => {{
-        use $crate::DType as __D;
-        match $dtype {
-            __D::F8E3M4 => {
-                type $T = $crate::element::Float8E3M4;
-                $body
-            }
-            __D::F8E4M3 => {
-                type $T = $crate::element::Float8E4M3;
-                $body
-            }
-            __D::F8E4M3B11FNUZ => {
-                type $T = $crate::element::Float8E4M3B11Fnuz;
-                $body
-            }
-            __D::F8E4M3FN => {
-                type $T = $crate::element::Float8E4M3Fn;
-                $body
-            }
-            __D::F8E4M3FNUZ => {
-                type $T = $crate::element::Float8E4M3Fnuz;
-                $body
-            }
-            __D::F8E5M2 => {
-                type $T = $crate::element::Float8E5M2;
-                $body
-            }
-            __D::F8E5M2FNUZ => {
-                type $T = $crate::element::Float8E5M2Fnuz;
-                $body
-            }
-            __D::F8E8M0FNU => {
-                type $T = $crate::element::Float8E8M0Fnu;
-                $body
-            }
-            __D::F6E2M3FN => {
-                type $T = $crate::element::Float6E2M3Fn;
-                $body
-            }
-            __D::F6E3M2FN => {
-                type $T = $crate::element::Float6E3M2Fn;
-                $body
-            }
-            __D::F4E2M1FN => {
-                type $T = $crate::element::Float4E2M1Fn;
-                $body
-            }
-            __D::F4E2M1FNX2 => {
-                type $T = $crate::element::Float4E2M1FnX2;
-                $body
-            }
-            __D::C32 => {
-                type $T = $crate::element::ComplexHalf;
-                $body
-            }
-            // Every dtype dlbridge computes with.
-            __compute => $crate::with_compute_element!(__compute, $T => $body),
-        }
-    }};
+    ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::dtypes!([$crate::__element_dispatch](every, $dtype, $T, $body))
+    };
 }
 
 /// [`with_element!`] for the dtypes dlbridge computes with (every one but
 /// the storage-only ones, which `ops` refuses before any kernel runs).
 #[macro_export]
 macro_rules! with_compute_element {
-    ($dtype:expr, $T:ident => $body:expr) => {{
-        use $crate::DType as __D;
+    ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::dtypes!([$crate::__element_dispatch](computed, $dtype, $T, $body))
+    };
+}
+
+/// The match behind [`with_element!`], one arm per line of the dtype table.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __element_dispatch {
+    (($which:ident, $dtype:expr, $T:ident, $body:expr) $(
+        $v:ident = $elem:ty, $name:literal, $torch:literal, [$($alias:literal),*], $cat:ident,
+        $arith:ident $($compute:ident)?, $real:ident, $code:ident $bits:literal $lanes:literal,
+        $sign:ident, $numpy:tt, $cuda:tt;
+    )*) => {
         match $dtype {
-            __D::Bool => {
-                type $T = bool;
-                $body
-            }
-            __D::U8 => {
-                type $T = u8;
-                $body
-            }
-            __D::I8 => {
-                type $T = i8;
-                $body
-            }
-            __D::I16 => {
-                type $T = i16;
-                $body
-            }
-            __D::I32 => {
-                type $T = i32;
-                $body
-            }
-            __D::I64 => {
-                type $T = i64;
-                $body
-            }
-            __D::U16 => {
-                type $T = u16;
-                $body
-            }
-            __D::U32 => {
-                type $T = u32;
-                $body
-            }
-            __D::U64 => {
-                type $T = u64;
-                $body
-            }
-            __D::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            __D::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            __D::F32 => {
-                type $T = f32;
-                $body
-            }
-            __D::F64 => {
-                type $T = f64;
-                $body
-            }
-            __D::C64 => {
-                type $T = num_complex::Complex32;
-                $body
-            }
-            __D::C128 => {
-                type $T = num_complex::Complex64;
-                $body
-            }
-            // Storage-only dtypes never reach a kernel: `ops` refuses them first.
-            _ => unreachable!("no arithmetic on {:?}", $dtype),
+            $($crate::DType::$v => $crate::__element_arm!($which $arith $v, $T = $elem => $body),)*
         }
+    };
+}
+
+/// One arm of [`__element_dispatch!`]: the body with `$T` bound, or, for a
+/// storage-only dtype under [`with_compute_element!`], unreachable.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __element_arm {
+    (computed Stored $v:ident, $T:ident = $elem:ty => $body:expr) => {
+        unreachable!("no arithmetic on {:?}", $crate::DType::$v)
+    };
+    ($which:ident $arith:ident $v:ident, $T:ident = $elem:ty => $body:expr) => {{
+        type $T = $elem;
+        $body
     }};
 }
 
@@ -358,5 +268,13 @@ mod tests {
         assert_eq!(Complex64::new(1.5, 2.0).cast::<f32>(), 1.5);
         assert_eq!(7u8.cast::<Complex32>(), Complex32::new(7.0, 0.0));
         assert_eq!(((1i64 << 53) + 1).cast::<f32>(), ((1i64 << 53) + 1) as f32);
+    }
+
+    #[test]
+    fn each_dtype_s_element_type_says_it_is_that_dtype() {
+        for dt in DType::ALL {
+            assert_eq!(crate::with_element!(dt, T => T::DTYPE), dt);
+            assert!(crate::with_element!(dt, T => std::mem::align_of::<T>()) <= dt.size());
+        }
     }
 }

@@ -39,7 +39,7 @@ pub mod python;
 pub use backend::{Accelerator, BinaryOp, CompareOp};
 pub use cpu::manual_seed;
 pub use device::{Device, DeviceKind};
-pub use dtype::{Category, DType};
+pub use dtype::{Category, DType, NumpyType};
 pub use element::Element;
 pub use error::{Error, ErrorKind, PythonClass, Result};
 pub use layout::{Layout, Selection, broadcast_shapes};

@@ -2,21 +2,6 @@
 
 use crate::DType;
 
-/// PyTorch's C type names, used in its `fill_` overflow message.
-pub fn c_type_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::U8 => "uint8_t",
-        DType::I8 => "int8_t",
-        DType::I16 => "int16_t",
-        DType::I32 => "int32_t",
-        DType::I64 => "int64_t",
-        DType::U16 => "uint16_t",
-        DType::U32 => "uint32_t",
-        DType::U64 => "uint64_t",
-        other => other.name(),
-    }
-}
-
 /// One value. Integers are kept in `i128` so every `int64` and `uint64` fits.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Scalar {
@@ -43,16 +28,15 @@ impl Scalar {
     /// PyTorch does when creating or filling tensors; `type_name` is the name
     /// PyTorch's message uses at that call site.
     pub fn check_fits(self, dtype: DType, type_name: &str) -> crate::Result<()> {
-        let (lo, hi): (i128, i128) = match dtype {
-            DType::U8 => (0, u8::MAX as i128),
-            DType::I8 => (i8::MIN as i128, i8::MAX as i128),
-            DType::I16 => (i16::MIN as i128, i16::MAX as i128),
-            DType::U16 => (0, u16::MAX as i128),
-            DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-            DType::U32 => (0, u32::MAX as i128),
-            DType::I64 => (i64::MIN as i128, i64::MAX as i128),
-            DType::U64 => (0, u64::MAX as i128),
-            _ => return Ok(()),
+        if dtype.category() != crate::Category::Integral {
+            return Ok(());
+        }
+        // The range of a two's-complement (or unsigned) integer of that size.
+        let bits = dtype.size() as u32 * 8;
+        let (lo, hi): (i128, i128) = if dtype.is_signed() {
+            (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        } else {
+            (0, (1 << bits) - 1)
         };
         let fits = match self {
             Scalar::Bool(_) => true,

@@ -295,7 +295,7 @@ impl Tensor {
     /// Itself when already on `device`, else a copy there (fresh memory).
     /// `cuda` without an index means `cuda:0`.
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
-        if device.is_cpu() && self.device().is_cpu() {
+        if device.canonical() == self.device() {
             return Ok(self.clone());
         }
         let target = backend::resolve(device)?;
@@ -303,11 +303,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         // The device that is not the host does the moving.
-        let mover = if target.is_cpu() {
-            self.device()
-        } else {
-            target
-        };
+        let (mover, _) = Device::host_last(target, self.device());
         backend::of(mover).transfer(self, target)
     }
 
@@ -335,7 +331,7 @@ impl Tensor {
 
     /// Sets every element to `value` (`Tensor.fill_`).
     pub fn fill_(&self, value: Scalar) -> Result<()> {
-        value.check_fits(self.dtype, crate::scalar::c_type_name(self.dtype))?;
+        value.check_fits(self.dtype, self.dtype.c_type_name())?;
         self.ensure_writable()?;
         if self.dtype.is_storage_only() {
             if self.dtype == DType::F4E2M1FNX2 {
@@ -372,10 +368,7 @@ impl Tensor {
                 "a float4_e2m1fn_x2 element holds two values and has no single one (as in PyTorch)"
             );
         }
-        if !self.device().is_cpu() {
-            return self.to_device(Device::CPU)?.to_scalars();
-        }
-        let t = self.contiguous()?;
+        let t = self.to_device(Device::CPU)?.contiguous()?;
         let t = cpu::materialize(&t)?;
         Ok(crate::with_element!(t.dtype, T => {
             let ptr = t.data_ptr().cast::<T>();

@@ -3,7 +3,9 @@
 //!   (`src/cuda/driver.rs`, `src/cuda/runtime.rs`); everything else goes
 //!   through its safe types and fallible functions;
 //! - nothing decides a C status or a Python exception by reading error text
-//!   (`ErrorKind` does that).
+//!   (`ErrorKind` does that);
+//! - `src/storage/` knows nothing of CUDA: a backend hands it what it needs
+//!   (`Owner::Device`, `DeviceQueue`), so storage never calls a backend.
 
 mod common;
 
@@ -73,6 +75,38 @@ fn raw_driver_calls_stay_in_the_runtime_layer() {
     );
 }
 
+/// Lines of `text` that name the CUDA backend (or any backend) directly.
+fn backend_references(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            let code = line.split("//").next().unwrap_or("");
+            code.contains("crate::cuda")
+                || code.contains("crate::backend")
+                || code.contains("feature = \"cuda\"")
+        })
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn storage_knows_nothing_of_cuda() {
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        if path.starts_with("src/storage/") {
+            found.extend(
+                backend_references(&text)
+                    .into_iter()
+                    .map(|l| format!("{path}: {l}")),
+            );
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "storage/ calls into a backend:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn no_code_decides_by_error_text() {
     let mut found = Vec::new();
@@ -104,4 +138,9 @@ fn the_checks_can_fail() {
     let bad = "_ if e.to_string().contains(\"out of memory\") => OOM,";
     assert_eq!(decisions_on_error_text(bad).len(), 1);
     assert!(decisions_on_error_text("assert!(e.to_string().contains(\"x\"));").is_empty());
+    assert_eq!(
+        backend_references("crate::cuda::Cuda.before_foreign_release(d);").len(),
+        1
+    );
+    assert!(backend_references("// not crate::cuda, a comment").is_empty());
 }

@@ -6,7 +6,7 @@ use super::{kernels, library, memory, stream, transfer};
 use crate::backend::{
     Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
 };
-use crate::storage::Storage;
+use crate::storage::{DeviceQueue, Storage};
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};
 use std::sync::Arc;
 
@@ -76,7 +76,7 @@ impl Backend for Cuda {
             (DeviceKind::Cpu, DeviceKind::Cuda) => {
                 let src = crate::cpu::materialize(&t.contiguous()?)?;
                 let gpu = gpu_of(target)?;
-                out.storage().mark_device_use();
+                out.storage().mark_device_use(&Cuda);
                 // SAFETY: src is a contiguous host tensor of `bytes` bytes, alive for this call.
                 let host = unsafe { std::slice::from_raw_parts(src.data_ptr(), bytes) };
                 transfer::host_to_device(gpu, out.data_ptr() as u64, host)?;
@@ -84,15 +84,15 @@ impl Backend for Cuda {
             (DeviceKind::Cuda, DeviceKind::Cpu) => {
                 let src = t.contiguous()?;
                 let gpu = gpu_of(src.device())?;
-                src.storage().mark_device_use();
+                src.storage().mark_device_use(&Cuda);
                 // SAFETY: out is a fresh contiguous host buffer of `bytes` bytes.
                 let host = unsafe { std::slice::from_raw_parts_mut(out.data_ptr(), bytes) };
                 transfer::device_to_host(gpu, host, src.data_ptr() as u64)?;
             }
             (DeviceKind::Cuda, DeviceKind::Cuda) => {
                 let src = t.contiguous()?;
-                src.storage().mark_device_use();
-                out.storage().mark_device_use();
+                src.storage().mark_device_use(&Cuda);
+                out.storage().mark_device_use(&Cuda);
                 transfer::device_to_device(
                     gpu_of(target)?,
                     out.data_ptr() as u64,
@@ -167,12 +167,6 @@ impl Accelerator for Cuda {
         stream::wait_for_producer(device, stream)
     }
 
-    fn before_foreign_release(&self, device: Device) {
-        if let Ok(gpu) = gpu_of(device) {
-            let _ = gpu.synchronize();
-        }
-    }
-
     fn add_library_roots(&self, roots: Vec<std::path::PathBuf>) {
         library::add_package_roots(roots)
     }
@@ -183,5 +177,14 @@ impl Accelerator for Cuda {
 
     fn import_ipc(&self, handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage>> {
         memory::import_ipc(handle, read_only)
+    }
+}
+
+impl DeviceQueue for Cuda {
+    /// Imported memory dlbridge used goes back to its owner next.
+    fn finish(&self, device: Device) {
+        if let Ok(gpu) = gpu_of(device) {
+            let _ = gpu.synchronize();
+        }
     }
 }

@@ -33,25 +33,10 @@ struct Indexer {
     strides: [[i64; MAX_DIMS]; 3],
 }
 
-/// The kernel name suffix of a dtype, for the real dtypes the kernels cover.
+/// The kernel name suffix of a dtype (its CUDA type name), for the real
+/// dtypes the kernels cover.
 fn tag(dtype: DType) -> Option<&'static str> {
-    Some(match dtype {
-        DType::Bool => "b8",
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U16 => "u16",
-        DType::U32 => "u32",
-        DType::U64 => "u64",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-        // Complex and the storage-only dtypes have no kernels.
-        _ => return None,
-    })
+    dtype.cuda_type()
 }
 
 /// PyTorch's wording for a kernel missing a dtype.
@@ -78,7 +63,7 @@ fn dev_ptr(t: &Tensor) -> Result<sys::CUdeviceptr> {
             "this CUDA tensor's data pointer {p:#x} is not aligned to its {align}-byte elements"
         );
     }
-    t.storage().mark_device_use();
+    t.storage().mark_device_use(&super::Cuda);
     Ok(p)
 }
 

@@ -54,7 +54,7 @@ pub fn new_storage(device: Device, bytes: usize, zeroed: bool) -> Result<Storage
             bytes,
             gpu.device(),
             false,
-            Owner::Cuda(allocation),
+            Owner::Device(Box::new(allocation)),
         )
     })
 }
@@ -81,16 +81,20 @@ type Imported = HashMap<([u8; 16], u64), Weak<Storage>>;
 /// only). dlbridge's queued work on the device is finished first, so the
 /// receiver may read at once.
 pub fn export_ipc(storage: &Arc<Storage>) -> Result<CudaIpcHandle> {
-    let allocation = match storage.owner() {
-        Owner::Cuda(a) if !a.imported => a,
-        Owner::Cuda(_) => {
+    let own = match storage.owner() {
+        Owner::Device(a) => a.downcast_ref::<CudaAllocation>(),
+        _ => None,
+    };
+    let allocation = match own {
+        Some(a) if !a.imported => a,
+        Some(_) => {
             return Err(err!(
                 InvalidOperation,
                 "cannot send this CUDA tensor to another process: it was itself received from one \
                  (CUDA IPC opens memory once, in the process that allocated it); send t.clone() instead"
             ));
         }
-        _ => {
+        None => {
             return Err(err!(
                 InvalidOperation,
                 "cannot send this CUDA tensor to another process: its memory belongs to another \
@@ -172,7 +176,7 @@ pub fn import_ipc(handle: &CudaIpcHandle, read_only: bool) -> Result<Arc<Storage
             handle.len,
             gpu.device(),
             read_only,
-            Owner::Cuda(allocation),
+            Owner::Device(Box::new(allocation)),
         )
     });
     imported.insert(key, Arc::downgrade(&storage));

@@ -26,4 +26,3 @@ mod transfer;
 pub use backend::Cuda;
 pub use compile::{cache_dir, compile_all, nvrtc_version};
 pub use library::nvrtc_path;
-pub use memory::CudaAllocation;

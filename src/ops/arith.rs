@@ -208,7 +208,7 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
         bail!(
             NotImplemented,
             "\"abs_{}\" not implemented for 'Bool'",
-            if a.device().is_cpu() { "cpu" } else { "cuda" }
+            a.device().kind.name()
         );
     }
     check_computable("abs", a.dtype(), a.device())?;
@@ -231,7 +231,7 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
             NotImplemented,
             "\"{}_{}\" not implemented for '{}'",
             op.name(),
-            if device.is_cpu() { "cpu" } else { "cuda" },
+            device.kind.name(),
             dtype.scalar_type_name()
         );
     }

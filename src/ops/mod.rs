@@ -64,7 +64,7 @@ pub(crate) fn check_computable(kernel: &str, dtype: DType, device: Device) -> Re
         bail!(
             NotImplemented,
             "\"{kernel}_{}\" not implemented for '{}'",
-            if device.is_cpu() { "cpu" } else { "cuda" },
+            device.kind.name(),
             dtype.scalar_type_name()
         );
     }
@@ -95,11 +95,10 @@ fn device_of(operands: &[Operand]) -> Result<Device> {
     let first = devices.next().expect("a tensor operand");
     for d in devices {
         if d != first {
+            let (accelerator, other) = Device::host_last(first, d);
             bail!(
                 InvalidOperation,
-                "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
-                if first.is_cpu() { d } else { first },
-                if first.is_cpu() { first } else { d }
+                "Expected all tensors to be on the same device, but found at least two devices, {accelerator} and {other}!"
             );
         }
     }

@@ -153,7 +153,7 @@ fn not_for_complex(kernel: &str, a: &Tensor) -> Result<()> {
 }
 
 fn device_suffix(a: &Tensor) -> &'static str {
-    if a.device().is_cpu() { "cpu" } else { "cuda" }
+    a.device().kind.name()
 }
 
 fn extreme_all(name: &str, a: &Tensor, op: ReduceOp) -> Result<Tensor> {

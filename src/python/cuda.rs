@@ -10,7 +10,7 @@ use super::device::extract_opt_device;
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
-use crate::{DType, Device};
+use crate::{DType, Device, NumpyType};
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -95,84 +95,35 @@ fn cuda_get_device_capability(device: Option<&Bound<'_, PyAny>>) -> PyResult<(i3
         .py()
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_nvrtc_version() -> PyResult<(i32, i32)> {
     crate::cuda::nvrtc_version().py()
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_nvrtc_path() -> Option<String> {
     crate::cuda::nvrtc_path().map(|p| p.display().to_string())
 }
 
 /// Compiles every kernel file for `arch` (e.g. "sm_90"), no GPU needed.
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_compile_kernels(py: Python<'_>, arch: String) -> PyResult<Vec<(String, usize)>> {
     let sizes = py.detach(|| crate::cuda::compile_all(&arch)).py()?;
     Ok(sizes.into_iter().map(|(n, s)| (n.to_string(), s)).collect())
 }
 
-#[cfg(feature = "cuda")]
 #[pyfunction]
 fn cuda_kernel_cache_dir() -> Option<String> {
     crate::cuda::cache_dir().map(|p| p.display().to_string())
 }
 
-#[cfg(not(feature = "cuda"))]
-fn no_backend<T>() -> PyResult<T> {
-    Err(pyo3::exceptions::PyRuntimeError::new_err(
-        "dlbridge was built without its CUDA backend (cargo feature `cuda`)",
-    ))
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_nvrtc_version() -> PyResult<(i32, i32)> {
-    no_backend()
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_nvrtc_path() -> Option<String> {
-    None
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_compile_kernels(arch: String) -> PyResult<Vec<(String, usize)>> {
-    let _ = arch;
-    no_backend()
-}
-
-#[cfg(not(feature = "cuda"))]
-#[pyfunction]
-fn cuda_kernel_cache_dir() -> Option<String> {
-    None
-}
-
-/// NumPy's type string for a dtype, as `__cuda_array_interface__` wants it.
+/// NumPy's type string for a dtype, as `__cuda_array_interface__` wants it
+/// (NumPy has none for bfloat16 and the storage-only dtypes).
 fn typestr(dtype: DType) -> Option<&'static str> {
-    Some(match dtype {
-        DType::Bool => "|b1",
-        DType::U8 => "|u1",
-        DType::I8 => "|i1",
-        DType::I16 => "<i2",
-        DType::I32 => "<i4",
-        DType::I64 => "<i8",
-        DType::U16 => "<u2",
-        DType::U32 => "<u4",
-        DType::U64 => "<u8",
-        DType::F16 => "<f2",
-        DType::F32 => "<f4",
-        DType::F64 => "<f8",
-        DType::C64 => "<c8",
-        DType::C128 => "<c16",
-        // NumPy has no type string for bfloat16 and the storage-only dtypes.
-        _ => return None,
-    })
+    match dtype.numpy() {
+        NumpyType::Builtin(typestr) => Some(typestr),
+        _ => None,
+    }
 }
 
 /// `Tensor.__cuda_array_interface__` (version 3), for CuPy, Numba and others.
@@ -217,7 +168,7 @@ pub(crate) fn array_interface<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound
     d.set_item("data", (ptr, t.is_read_only()))?;
     d.set_item("version", 3)?;
     d.set_item("stream", 1)?;
-    t.storage().mark_device_use();
+    t.storage().mark_device_use(&crate::cuda::Cuda);
     Ok(d)
 }
 

@@ -63,10 +63,7 @@ impl PyDevice {
 
     #[getter]
     fn r#type(&self) -> &'static str {
-        match self.0.kind {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Cuda => "cuda",
-        }
+        self.0.kind.name()
     }
 
     #[getter]

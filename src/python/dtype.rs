@@ -26,7 +26,7 @@ pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
             .map(|&d| Py::new(py, PyDType(d)).expect("dtype object"))
             .collect()
     });
-    all[DType::ALL.iter().position(|&d| d == dt).unwrap()].clone_ref(py)
+    all[dt.index()].clone_ref(py)
 }
 
 /// Reads a `dlbridge.dtype` argument.
@@ -88,18 +88,10 @@ pub(crate) fn add_dtypes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for dt in DType::ALL {
         m.add(dt.name(), dtype_object(py, dt))?;
     }
-    for (alias, name) in [
-        ("float", "float32"),
-        ("double", "float64"),
-        ("half", "float16"),
-        ("int", "int32"),
-        ("long", "int64"),
-        ("short", "int16"),
-        ("cfloat", "complex64"),
-        ("cdouble", "complex128"),
-        ("chalf", "complex32"),
-    ] {
-        m.add(alias, dtype_object(py, DType::from_name(name).unwrap()))?;
+    for dt in DType::ALL {
+        for alias in dt.aliases() {
+            m.add(*alias, dtype_object(py, dt))?;
+        }
     }
     Ok(())
 }

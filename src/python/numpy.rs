@@ -14,8 +14,8 @@ use super::tensor::PyTensor;
 use crate::foreign::ForeignTensor;
 use crate::raw::c_array;
 use crate::storage::{Owner, Retained};
-use crate::{DType, Device, Tensor};
-use numpy::npyffi::{NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API, PyArrayObject};
+use crate::{DType, Device, NumpyType, Tensor};
+use numpy::npyffi::{NPY_ARRAY_WRITEABLE, PY_ARRAY_API, PyArrayObject};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -43,27 +43,16 @@ const SUPPORTED: &str = "The only supported types are: float64, float32, float16
 /// Maps a NumPy dtype onto a dlbridge one, refusing what cannot be shared.
 pub(crate) fn dtype_of(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     let size = descr.itemsize();
-    let found = match (descr.kind(), size) {
-        (b'b', 1) => Some(DType::Bool),
-        (b'i', 1) => Some(DType::I8),
-        (b'i', 2) => Some(DType::I16),
-        (b'i', 4) => Some(DType::I32),
-        (b'i', 8) => Some(DType::I64),
-        (b'u', 1) => Some(DType::U8),
-        (b'u', 2) => Some(DType::U16),
-        (b'u', 4) => Some(DType::U32),
-        (b'u', 8) => Some(DType::U64),
-        (b'f', 2) => Some(DType::F16),
-        (b'f', 4) => Some(DType::F32),
-        (b'f', 8) => Some(DType::F64),
-        (b'c', 8) => Some(DType::C64),
-        (b'c', 16) => Some(DType::C128),
+    let found = match DType::from_numpy_kind(descr.kind(), size) {
+        Some(dt) => Some(dt),
         // ml_dtypes' types (bfloat16, float8_e4m3fn, ...) register as void-
         // or float-kind types named as dlbridge's dtypes.
-        (b'V', 1 | 2) | (b'f', 1) if !descr.has_fields() => {
+        None if matches!((descr.kind(), size), (b'V', 1 | 2) | (b'f', 1))
+            && !descr.has_fields() =>
+        {
             DType::from_name(&descr.typeobj().name()?.to_cow()?).filter(|d| d.size() == size)
         }
-        _ => None,
+        None => None,
     };
     let Some(dt) = found else {
         return Err(PyTypeError::new_err(format!(
@@ -155,68 +144,36 @@ fn from_numpy(ob: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     Ok(PyTensor::new(tensor_from_ndarray(ob)?))
 }
 
-/// ml_dtypes' NumPy dtypes, looked up once each (None: ml_dtypes lacks it).
-static ML_DTYPES: PyOnceLock<Vec<Option<Py<PyArrayDescr>>>> = PyOnceLock::new();
+/// Each dtype's NumPy dtype, looked up on first use (None: NumPy cannot
+/// hold it, or ml_dtypes is missing or lacks it).
+static DESCRS: [PyOnceLock<Option<Py<PyArrayDescr>>>; DType::ALL.len()] =
+    [const { PyOnceLock::new() }; DType::ALL.len()];
 
-fn ml_dtypes_descr(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
-    let table = ML_DTYPES.get_or_init(py, || {
-        let lookup = |d: DType| -> Option<Py<PyArrayDescr>> {
-            let ml = py.import("ml_dtypes").ok()?;
-            let np = py.import("numpy").ok()?;
-            let t = np
-                .getattr("dtype")
-                .ok()?
-                .call1((ml.getattr(d.name()).ok()?,))
-                .ok()?;
-            t.cast_into::<PyArrayDescr>().ok().map(Bound::unbind)
+/// The NumPy dtype for `dt` (a new reference, as PyArray_NewFromDescr wants):
+/// `numpy.dtype` of its type string, or ml_dtypes' type of its name.
+pub(crate) fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
+    let lookup = || -> Option<Py<PyArrayDescr>> {
+        let np = py.import("numpy").ok()?;
+        let of = match dt.numpy() {
+            NumpyType::Builtin(typestr) => typestr.into_pyobject(py).ok()?.into_any(),
+            NumpyType::MlDtypes => py.import("ml_dtypes").ok()?.getattr(dt.name()).ok()?,
+            NumpyType::None => return None,
         };
-        DType::ALL.iter().map(|&d| lookup(d)).collect()
-    });
-    let found = DType::ALL
-        .iter()
-        .position(|&d| d == dt)
-        .and_then(|i| table[i].as_ref());
-    match found {
-        Some(d) => Ok(d.bind(py).clone()),
-        None => Err(PyTypeError::new_err(format!(
+        let descr = np.getattr("dtype").ok()?.call1((of,)).ok()?;
+        descr.cast_into::<PyArrayDescr>().ok().map(Bound::unbind)
+    };
+    if let Some(d) = DESCRS[dt.index()].get_or_init(py, lookup) {
+        return Ok(d.bind(py).clone());
+    }
+    Err(PyTypeError::new_err(match dt.numpy() {
+        NumpyType::MlDtypes => format!(
             "Got unsupported ScalarType {} (NumPy has no {}; install ml_dtypes to get such arrays, \
              or convert with .float() first)",
             dt.scalar_type_name(),
             dt.name()
-        ))),
-    }
-}
-
-/// The NumPy dtype for `dt` (a new reference, as PyArray_NewFromDescr wants).
-pub(crate) fn descr_for(py: Python<'_>, dt: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
-    let num = match dt {
-        DType::Bool => NPY_TYPES::NPY_BOOL,
-        DType::U8 => NPY_TYPES::NPY_UBYTE,
-        DType::I8 => NPY_TYPES::NPY_BYTE,
-        DType::I16 => NPY_TYPES::NPY_SHORT,
-        DType::U16 => NPY_TYPES::NPY_USHORT,
-        DType::I32 => NPY_TYPES::NPY_INT,
-        DType::U32 => NPY_TYPES::NPY_UINT,
-        DType::I64 => return Ok(numpy::dtype::<i64>(py)),
-        DType::U64 => return Ok(numpy::dtype::<u64>(py)),
-        DType::F16 => NPY_TYPES::NPY_HALF,
-        DType::F32 => NPY_TYPES::NPY_FLOAT,
-        DType::F64 => NPY_TYPES::NPY_DOUBLE,
-        DType::C64 => NPY_TYPES::NPY_CFLOAT,
-        DType::C128 => NPY_TYPES::NPY_CDOUBLE,
-        DType::C32 | DType::F4E2M1FNX2 => {
-            return Err(PyTypeError::new_err(format!(
-                "Got unsupported ScalarType {}",
-                dt.scalar_type_name()
-            )));
-        }
-        // bfloat16 and the narrow floats: ml_dtypes' types of the same names.
-        _ => return ml_dtypes_descr(py, dt),
-    };
-    // SAFETY: a builtin type number always yields a descriptor.
-    let ptr = unsafe { PY_ARRAY_API.PyArray_DescrFromType(py, num as i32) };
-    // SAFETY: DescrFromType returns a new reference.
-    Ok(unsafe { Bound::from_owned_ptr(py, ptr.cast()) }.cast_into::<PyArrayDescr>()?)
+        ),
+        _ => format!("Got unsupported ScalarType {}", dt.scalar_type_name()),
+    }))
 }
 
 /// An ndarray viewing `t`'s memory, whose base object `owner` keeps it alive.

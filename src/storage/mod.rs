@@ -19,10 +19,9 @@ pub use host::HostBuffer;
 pub use shared::SharedSegment;
 
 use crate::Device;
-use crate::backend::Accelerator as _;
 use std::any::Any;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// How many [`Storage`] values exist right now.
 pub fn live_storages() -> isize {
@@ -40,9 +39,10 @@ pub enum Owner {
     /// A reference released by a plain function (a NumPy array, without a
     /// box to allocate: the hottest import path).
     Retained(Retained),
-    /// Device memory from dlbridge's CUDA pool.
-    #[cfg(feature = "cuda")]
-    Cuda(crate::cuda::CudaAllocation),
+    /// Device memory a backend of dlbridge allocated (the CUDA pool's
+    /// `CudaAllocation`): its drop frees it in the order of the backend's
+    /// own queue, so no wait comes first.
+    Device(Box<dyn Any + Send + Sync>),
     /// A shared-memory segment mapped here (a tensor from another process).
     Shared(SharedSegment),
 }
@@ -78,6 +78,17 @@ impl Drop for Retained {
     }
 }
 
+/// A device backend's queue of work, as storages see it: the backend that
+/// queues work on a storage's memory says so with
+/// [`Storage::mark_device_use`], and is asked to finish it before memory
+/// another library owns goes back to that library.
+pub trait DeviceQueue: Sync {
+    /// Waits until the work queued on `device` has finished: memory another
+    /// library owns is about to go back to it, which may reuse it at once
+    /// on another stream.
+    fn finish(&self, device: Device);
+}
+
 /// A contiguous byte range on one device.
 pub struct Storage {
     /// The first byte. It changes at most once, when the storage moves into
@@ -86,8 +97,8 @@ pub struct Storage {
     len: usize,
     device: Device,
     read_only: bool,
-    /// dlbridge's CUDA stream has been given work on this memory.
-    device_used: AtomicBool,
+    /// The device queue that has been given work on this memory, if any.
+    device_used: OnceLock<&'static dyn DeviceQueue>,
     /// What keeps the original memory alive, until the storage drops (also
     /// after a move into shared memory: earlier exports may point there).
     owner: Owner,
@@ -99,7 +110,7 @@ pub struct Storage {
 
 // The owner inside is Send + Sync: HostBuffer frees with the global
 // allocator, DLPack deleters may run on any thread by the spec, External
-// requires Send + Sync, segments unmap from any thread.
+// and Device require Send + Sync, segments unmap from any thread.
 // SAFETY: a storage is a plain address range, its owner Send + Sync (above).
 // Concurrent writes to the bytes are the caller's business, as with NumPy.
 unsafe impl Send for Storage {}
@@ -125,7 +136,7 @@ impl Storage {
             len,
             device,
             read_only,
-            device_used: AtomicBool::new(false),
+            device_used: OnceLock::new(),
             owner,
             moved: AtomicPtr::new(std::ptr::null_mut()),
         }
@@ -227,10 +238,10 @@ impl Storage {
         Ok(())
     }
 
-    /// Records that device work touching this memory was enqueued.
-    pub fn mark_device_use(&self) {
-        if !self.device_used.load(Ordering::Relaxed) {
-            self.device_used.store(true, Ordering::Relaxed);
+    /// Records that `queue` was given device work touching this memory.
+    pub fn mark_device_use(&self, queue: &'static dyn DeviceQueue) {
+        if self.device_used.get().is_none() {
+            let _ = self.device_used.set(queue);
         }
     }
 }
@@ -241,13 +252,11 @@ impl Drop for Storage {
         // Memory another library owns goes back to it when the owner drops
         // (after this body): finish dlbridge's queued work on it first. Its
         // own pool frees in stream order and needs no wait.
-        let foreign = match self.owner {
-            #[cfg(feature = "cuda")]
-            Owner::Cuda(_) => false,
-            _ => true,
-        };
-        if foreign && !self.device.is_cpu() && self.device_used.load(Ordering::Relaxed) {
-            crate::cuda::Cuda.before_foreign_release(self.device);
+        if let Some(queue) = self.device_used.get()
+            && !matches!(self.owner, Owner::Device(_))
+            && !self.device.is_cpu()
+        {
+            queue.finish(self.device);
         }
         let moved = *self.moved.get_mut();
         if !moved.is_null() {
