@@ -1,5 +1,5 @@
 //! CUDA's implementation of [`Backend`] and [`Accelerator`]: kernels from
-//! `kernels.rs`, copies from `transfer.rs`, devices from `runtime.rs`.
+//! `kernels/`, copies from `transfer.rs`, devices from `runtime.rs`.
 
 use super::runtime::{self, gpu_of};
 use super::{kernels, library, memory, stream, transfer};

@@ -307,7 +307,7 @@ def test_copy_strided_and_fill(lib, width, dt):
 
 
 class Rows(ctypes.Structure):
-    """struct Rows of kernels/reduce.cu (src/cuda/kernels.rs fills it)."""
+    """struct Rows of kernels/reduce.cu (src/cuda/kernels/reduce.rs fills it)."""
     _fields_ = [("rows", ctypes.c_int64), ("run", ctypes.c_int64), ("elem_stride", ctypes.c_int64),
                 ("splits", ctypes.c_int64), ("chunk", ctypes.c_int64)]
 
@@ -673,7 +673,7 @@ def test_abs_of_a_transposed_matrix(lib):
 
 
 def collapse(shape, strides):
-    """src/cuda/kernels.rs's indexer() for one operand: size-1 dimensions dropped, neighbours
+    """src/cuda/kernels/mod.rs's indexer() for one operand: size-1 dimensions dropped, neighbours
     contiguous in memory merged. [(size, stride)], outermost first."""
     dims = []
     for size, st in reversed(list(zip(shape, strides))):
@@ -687,7 +687,7 @@ def collapse(shape, strides):
 
 
 def runs_of(x, kept, reduced):
-    """src/cuda/kernels.rs's runs_of: the kept dimensions as an indexer, the reduced ones as
+    """src/cuda/kernels/reduce.rs's runs_of: the kept dimensions as an indexer, the reduced ones as
     one stride, or None when they do not merge."""
     st = estrides(x)
     red = collapse([x.shape[d] for d in reduced], [st[d] for d in reduced])
@@ -706,7 +706,7 @@ def out_tag(op, tag):
 
 
 def reduce_on_host(lib, op, tag, x, dims, kernel, splits=1, wide=1):
-    """What src/cuda/kernels.rs's reduce() launches, with `kernel` ('block' or 'thread') and
+    """What src/cuda/kernels/reduce.rs's reduce() launches, with `kernel` ('block' or 'thread') and
     each run cut into about `splits` pieces (dlb_reduce_final_* folds them). Returns the
     values (shaped like the kept dimensions) and the indices (max and min)."""
     kept = [d for d in range(x.ndim) if d not in dims]
