@@ -32,7 +32,6 @@ impl Backend for Cuda {
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
         match op {
-            UnaryOp::Abs => kernels::abs(out, src),
             // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
             UnaryOp::Neg => kernels::binary(
                 out,
@@ -43,6 +42,7 @@ impl Backend for Cuda {
                 },
                 BinaryOp::Mul,
             ),
+            op => kernels::unary(out, src, op),
         }
     }
 

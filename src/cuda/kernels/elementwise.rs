@@ -1,11 +1,11 @@
 //! Elementwise arithmetic kernels (`kernels/elementwise.cu`): binary ops
-//! on tensors and numbers, `abs`.
+//! on tensors and numbers, and the unary ops of `unary_ops!`.
 
 use super::{
     ELEMENTWISE, Grid, Indexer, arg, compute_scalar_bytes, dev_ptr, element_strides, indexer,
     is_wide, launch, tag_for,
 };
-use crate::backend::{BinaryOp, Rhs};
+use crate::backend::{BinaryOp, Rhs, UnaryOp};
 use crate::cuda::runtime::gpu_of;
 use crate::{DType, Result, Scalar, Tensor};
 use cudarc::driver::sys;
@@ -134,9 +134,10 @@ pub fn binary(out: &Tensor, a: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
     )
 }
 
-/// `out = |src|`, one shape and dtype (real dtypes only); `out` is fresh.
-pub fn abs(out: &Tensor, src: &Tensor) -> Result<()> {
-    let tag = tag_for("abs", src.dtype())?;
+/// `out = op(src)`, one shape and dtype (real dtypes only): the kernel
+/// `dlb_{name}_{tag}` of the op's row. `out` is fresh or `src` itself.
+pub fn unary(out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
+    let tag = tag_for(op.name(), src.dtype())?;
     if out.numel() == 0 {
         return Ok(());
     }
@@ -145,7 +146,7 @@ pub fn abs(out: &Tensor, src: &Tensor) -> Result<()> {
     let mut ps = dev_ptr(src)?;
     let mut n = out.numel() as i64;
     let mut ix = indexer(out.shape(), &[element_strides(out)?, element_strides(src)?])?;
-    let name = format!("dlb_abs_{tag}");
+    let name = format!("dlb_{}_{tag}", op.name());
     launch(
         gpu,
         ELEMENTWISE,

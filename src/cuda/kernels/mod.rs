@@ -16,7 +16,7 @@ mod reduce;
 
 pub use compare::compare;
 pub use copy::{copy_into, fill};
-pub use elementwise::{abs, binary};
+pub use elementwise::{binary, unary};
 pub use rand::rand;
 pub use reduce::reduce;
 
