@@ -200,11 +200,23 @@ __device__ void unary_strided(T* out, const T* src, i64 n, const Indexer& ix) {
     }
 #define DLB_ABS(tag, T) DLB_UNARY(abs, AbsOp, tag, T)
 
+// The math functions, for floating dtypes (integers promote on the host):
+// float16 and bfloat16 compute in float and round once.
+__device__ __forceinline__ float op_exp(float x) { return expf(x); }
+__device__ __forceinline__ double op_exp(double x) { return exp(x); }
+#define DLB_MATH_FUNCTOR(F, fn)                                                               \
+    struct F {                                                                                \
+        template <typename T> static __device__ __forceinline__ T go(T x) {                  \
+            return Tr<T>::store(fn(Tr<T>::load(x)));                                          \
+        }                                                                                     \
+    };
+DLB_MATH_FUNCTOR(Exp, op_exp)
+
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
     DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T)
 // Floating dtypes only.
-#define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T)
+#define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T)
 
 #if DLB_WANT(b8)
 DLB_BINARY(add, Add, b8, b8)

@@ -81,6 +81,8 @@ macro_rules! unary_ops {
             /// `|x|`: wrapping for the most negative integer, the magnitude (a real
             /// number, of the output's real dtype) for complex.
             Abs, "abs", abs, ResultType, false;
+            /// `e^x`; integers and bools compute in the default float dtype.
+            Exp, "exp", exp, IntToFloat, true;
         }
     };
 }

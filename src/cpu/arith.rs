@@ -37,6 +37,11 @@ pub trait Arith: Element + PartialEq {
     /// `|x|` for real types (complex magnitudes are computed apart: they
     /// change the dtype).
     fn abs(self) -> Self;
+    /// `e^x`, for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn exp(self) -> Self {
+        unreachable!("integers and bools compute exp in float")
+    }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
     #[inline(always)]
@@ -110,6 +115,7 @@ macro_rules! float_arith {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
+            #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(<$C>::exp(Arith::widen(self))) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
@@ -194,6 +200,7 @@ macro_rules! complex_arith {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
             #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
+            #[inline(always)] fn exp(self) -> Self { <$t>::exp(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
             #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
         }

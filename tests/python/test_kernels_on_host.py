@@ -669,6 +669,33 @@ def test_abs_of_a_transposed_matrix(lib):
     np.testing.assert_array_equal(out, np.abs(t))
 
 
+# --------------------------------------------------------------------------- unary math
+
+# The math kernels of elementwise.cu (rows of unary_ops! in src/backend.rs): name -> NumPy's.
+MATH = {"exp": np.exp}
+MATH_RTOL = {"f16": 1e-3, "bf16": 8e-3, "f32": 2e-6, "f64": 1e-14}
+
+
+@pytest.mark.parametrize("name", list(MATH))
+@pytest.mark.parametrize("tag", FLOATS)
+def test_unary_math_kernels_compute_in_float_and_round_once(lib, name, tag):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([special_values(tag), random_array(tag, 60, rng)])
+    with np.errstate(all="ignore"):
+        wide = np.float64 if tag == "f64" else np.float32
+        want = cpu_round(MATH[name](x.astype(np.float64).astype(wide)).astype(np.float64), tag)
+    for src in (x, x[::2]):
+        out = np.full(src.size, 7, dtype=TAGS[tag])
+        ix = indexer((src.size,), [1], estrides(src))
+        run(lib["elementwise"], f"dlb_{name}_{tag}", [ptr(out), ptr(src), ctypes.c_int64(src.size), ix], grid=(2, 2))
+        np.testing.assert_allclose(out.astype(np.float64), want[:: x.size // src.size][: src.size].astype(np.float64),
+                                   rtol=MATH_RTOL[tag], equal_nan=True)
+    inplace = x.copy()  # out == src
+    ix = indexer((x.size,), [1], [1])
+    run(lib["elementwise"], f"dlb_{name}_{tag}", [ptr(inplace), ptr(inplace), ctypes.c_int64(x.size), ix])
+    np.testing.assert_allclose(inplace.astype(np.float64), want.astype(np.float64), rtol=MATH_RTOL[tag], equal_nan=True)
+
+
 # --------------------------------------------------------------------------- reductions over dims
 
 
