@@ -210,13 +210,17 @@ __device__ __forceinline__ double op_exp(double x) { return exp(x); }
             return Tr<T>::store(fn(Tr<T>::load(x)));                                          \
         }                                                                                     \
     };
+__device__ __forceinline__ float op_log(float x) { return logf(x); }
+__device__ __forceinline__ double op_log(double x) { return log(x); }
 DLB_MATH_FUNCTOR(Exp, op_exp)
+DLB_MATH_FUNCTOR(Log, op_log)
 
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
     DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T)
 // Floating dtypes only.
-#define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T)
+#define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
+    DLB_UNARY(log, Log, tag, T)
 
 #if DLB_WANT(b8)
 DLB_BINARY(add, Add, b8, b8)

@@ -37,6 +37,11 @@ pub trait Arith: Element + PartialEq {
     /// `|x|` for real types (complex magnitudes are computed apart: they
     /// change the dtype).
     fn abs(self) -> Self;
+    /// `ln x` (NaN below 0, -inf at 0), for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn log(self) -> Self {
+        unreachable!("integers and bools compute log in float")
+    }
     /// `e^x`, for floating and complex types (integers promote first).
     #[inline(always)]
     fn exp(self) -> Self {
@@ -116,6 +121,7 @@ macro_rules! float_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
             #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(<$C>::exp(Arith::widen(self))) }
+            #[inline(always)] fn log(self) -> Self { <Self as Arith>::narrow(<$C>::ln(Arith::widen(self))) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
@@ -201,6 +207,7 @@ macro_rules! complex_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
             #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
             #[inline(always)] fn exp(self) -> Self { <$t>::exp(self) }
+            #[inline(always)] fn log(self) -> Self { <$t>::ln(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
             #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
         }
