@@ -212,7 +212,10 @@ __device__ __forceinline__ double op_exp(double x) { return exp(x); }
     };
 __device__ __forceinline__ float op_log(float x) { return logf(x); }
 __device__ __forceinline__ double op_log(double x) { return log(x); }
+__device__ __forceinline__ float op_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double op_sqrt(double x) { return sqrt(x); }
 DLB_MATH_FUNCTOR(Exp, op_exp)
+DLB_MATH_FUNCTOR(Sqrt, op_sqrt)
 DLB_MATH_FUNCTOR(Log, op_log)
 
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
@@ -220,6 +223,7 @@ DLB_MATH_FUNCTOR(Log, op_log)
     DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T)
 // Floating dtypes only.
 #define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
+    DLB_UNARY(sqrt, Sqrt, tag, T) \
     DLB_UNARY(log, Log, tag, T)
 
 #if DLB_WANT(b8)

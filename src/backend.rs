@@ -83,6 +83,8 @@ macro_rules! unary_ops {
             Abs, "abs", abs, ResultType, false;
             /// `e^x`; integers and bools compute in the default float dtype.
             Exp, "exp", exp, IntToFloat, true;
+            /// `√x` (NaN below 0, -0 for -0); integers and bools compute in the default float dtype.
+            Sqrt, "sqrt", sqrt, IntToFloat, true;
             /// `ln x` (NaN below 0, -inf at 0); integers and bools compute in the default float dtype.
             Log, "log", log, IntToFloat, true;
         }

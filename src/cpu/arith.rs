@@ -42,6 +42,11 @@ pub trait Arith: Element + PartialEq {
     fn log(self) -> Self {
         unreachable!("integers and bools compute log in float")
     }
+    /// `√x` (NaN below 0, -0 for -0), for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        unreachable!("integers and bools compute sqrt in float")
+    }
     /// `e^x`, for floating and complex types (integers promote first).
     #[inline(always)]
     fn exp(self) -> Self {
@@ -121,6 +126,7 @@ macro_rules! float_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
             #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(<$C>::exp(Arith::widen(self))) }
+            #[inline(always)] fn sqrt(self) -> Self { <Self as Arith>::narrow(<$C>::sqrt(Arith::widen(self))) }
             #[inline(always)] fn log(self) -> Self { <Self as Arith>::narrow(<$C>::ln(Arith::widen(self))) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
@@ -207,6 +213,7 @@ macro_rules! complex_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
             #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
             #[inline(always)] fn exp(self) -> Self { <$t>::exp(self) }
+            #[inline(always)] fn sqrt(self) -> Self { <$t>::sqrt(self) }
             #[inline(always)] fn log(self) -> Self { <$t>::ln(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
             #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }

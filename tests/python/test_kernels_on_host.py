@@ -672,7 +672,7 @@ def test_abs_of_a_transposed_matrix(lib):
 # --------------------------------------------------------------------------- unary math
 
 # The math kernels of elementwise.cu (rows of unary_ops! in src/backend.rs): name -> NumPy's.
-MATH = {"exp": np.exp, "log": np.log}
+MATH = {"exp": np.exp, "sqrt": np.sqrt, "log": np.log}
 MATH_RTOL = {"f16": 1e-3, "bf16": 8e-3, "f32": 2e-6, "f64": 1e-14}
 
 
