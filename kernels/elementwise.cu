@@ -70,6 +70,12 @@ __device__ __forceinline__ double op_pow(double x, double y) { return pow(x, y);
 // bool ** bool: true unless the base is false and the exponent true.
 __device__ __forceinline__ bool op_pow(bool x, bool y) { return x || !y; }
 
+// maximum and minimum: NaN wins (either side), as PyTorch's; integers and
+// bools (or/and) plainly.
+template <typename C> __device__ __forceinline__ C op_maximum(C x, C y) { return x > y ? x : y; }
+__device__ __forceinline__ float op_maximum(float x, float y) { return x != x || y != y ? x + y : (x > y ? x : y); }
+__device__ __forceinline__ double op_maximum(double x, double y) { return x != x || y != y ? x + y : (x > y ? x : y); }
+
 // Binary functors: compute-type values in, compute-type value out.
 #define DLB_BINARY_FUNCTOR(F, fn)                                                             \
     struct F {                                                                                \
@@ -80,6 +86,7 @@ DLB_BINARY_FUNCTOR(Sub, op_sub)
 DLB_BINARY_FUNCTOR(Mul, op_mul)
 DLB_BINARY_FUNCTOR(Div, op_div)   // floating types only: integer true division computes in float
 DLB_BINARY_FUNCTOR(Pow, op_pow)
+DLB_BINARY_FUNCTOR(Maximum, op_maximum)
 #undef DLB_BINARY_FUNCTOR
 
 // mode: which operands are tensors.
@@ -220,7 +227,7 @@ DLB_MATH_FUNCTOR(Log, op_log)
 
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
-    DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T)
+    DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T)
 // Floating dtypes only.
 #define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
     DLB_UNARY(sqrt, Sqrt, tag, T) \
@@ -231,6 +238,7 @@ DLB_BINARY(add, Add, b8, b8)
 DLB_BINARY(mul, Mul, b8, b8)
 DLB_BINARY(pow, Pow, b8, b8)
 DLB_ABS(b8, b8)
+DLB_BINARY(maximum, Maximum, b8, b8)
 #endif
 #if DLB_WANT(u8)
 DLB_ARITH(u8, u8)

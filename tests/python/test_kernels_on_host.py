@@ -135,15 +135,21 @@ def random_array(tag, n, rng, low=None, high=None, nonzero=False):
 def reference(op, x, y):
     """NumPy's same-dtype result (integers wrap; bool add = or, mul = and)."""
     if x.dtype == np.bool_:
-        return {"add": np.logical_or, "mul": np.logical_and}[op](x, y)
+        return {"add": np.logical_or, "mul": np.logical_and, **MINMAX_BOOL}[op](x, y)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}[op](x, y).astype(x.dtype)
+        return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+                **MINMAX}[op](x, y).astype(x.dtype)
+
+
+# The generated binary rows of src/backend.rs with a kernel: NumPy's function (NaN wins, as torch's).
+MINMAX = {"maximum": np.maximum}
+MINMAX_BOOL = {"maximum": np.logical_or}
 
 
 def ops_for(tag):
     if tag == "b8":
-        return ["add", "mul"]
-    return ["add", "sub", "mul"] + (["div"] if tag in FLOATS else [])
+        return ["add", "mul", *MINMAX]
+    return ["add", "sub", "mul", *MINMAX] + (["div"] if tag in FLOATS else [])
 
 
 BINARY_CASES = [(tag, op) for tag in TAGS for op in ops_for(tag)]
@@ -172,6 +178,17 @@ def test_binary_contiguous_tensors_and_scalars(lib, tag, op, n):
                     ctypes.c_int(wide)]
             run(lib["elementwise"], name, args, grid=(3, 4) if n > 100 else (1, 1))
             assert_same(out, want)
+
+
+@pytest.mark.parametrize("op", list(MINMAX))
+@pytest.mark.parametrize("tag", FLOATS)
+def test_minmax_kernels_let_nan_win_from_either_side(lib, op, tag):
+    a = np.array([np.nan, 1.0, np.nan, -np.inf, 2.0, np.inf], dtype=np.float64).astype(TAGS[tag])
+    b = np.array([1.0, np.nan, np.nan, np.inf, -3.0, 5.0], dtype=np.float64).astype(TAGS[tag])
+    out = np.zeros(a.size, dtype=TAGS[tag])
+    args = [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)]
+    run(lib["elementwise"], f"dlb_{op}_contig_{tag}", args)
+    assert_same(out, MINMAX[op](a, b))
 
 
 def test_binary_wide_path_leaves_no_tail_behind(lib):
