@@ -76,6 +76,10 @@ template <typename C> __device__ __forceinline__ C op_maximum(C x, C y) { return
 __device__ __forceinline__ float op_maximum(float x, float y) { return x != x || y != y ? x + y : (x > y ? x : y); }
 __device__ __forceinline__ double op_maximum(double x, double y) { return x != x || y != y ? x + y : (x > y ? x : y); }
 
+template <typename C> __device__ __forceinline__ C op_minimum(C x, C y) { return x < y ? x : y; }
+__device__ __forceinline__ float op_minimum(float x, float y) { return x != x || y != y ? x + y : (x < y ? x : y); }
+__device__ __forceinline__ double op_minimum(double x, double y) { return x != x || y != y ? x + y : (x < y ? x : y); }
+
 // Binary functors: compute-type values in, compute-type value out.
 #define DLB_BINARY_FUNCTOR(F, fn)                                                             \
     struct F {                                                                                \
@@ -87,6 +91,7 @@ DLB_BINARY_FUNCTOR(Mul, op_mul)
 DLB_BINARY_FUNCTOR(Div, op_div)   // floating types only: integer true division computes in float
 DLB_BINARY_FUNCTOR(Pow, op_pow)
 DLB_BINARY_FUNCTOR(Maximum, op_maximum)
+DLB_BINARY_FUNCTOR(Minimum, op_minimum)
 #undef DLB_BINARY_FUNCTOR
 
 // mode: which operands are tensors.
@@ -227,7 +232,8 @@ DLB_MATH_FUNCTOR(Log, op_log)
 
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
-    DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T)
+    DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T) \
+    DLB_BINARY(minimum, Minimum, tag, T)
 // Floating dtypes only.
 #define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
     DLB_UNARY(sqrt, Sqrt, tag, T) \
@@ -239,6 +245,7 @@ DLB_BINARY(mul, Mul, b8, b8)
 DLB_BINARY(pow, Pow, b8, b8)
 DLB_ABS(b8, b8)
 DLB_BINARY(maximum, Maximum, b8, b8)
+DLB_BINARY(minimum, Minimum, b8, b8)
 #endif
 #if DLB_WANT(u8)
 DLB_ARITH(u8, u8)

@@ -65,6 +65,8 @@ macro_rules! binary_ops {
             /// `x ** y`: integers by repeated multiplication (wrapping; a negative
             /// exponent gives 0 unless the base is 1 or -1), floats with `pow`.
             Pow, "pow", pow, ResultType, false;
+            /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
+            Minimum, "minimum", minimum, ResultType, true;
             /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
             Maximum, "maximum", maximum, ResultType, true;
         }

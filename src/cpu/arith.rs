@@ -34,6 +34,8 @@ pub trait Arith: Element + PartialEq {
     fn div(self, rhs: Self) -> Self;
     fn neg(self) -> Self;
     fn pow(self, rhs: Self) -> Self;
+    /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
+    fn minimum(self, rhs: Self) -> Self;
     /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
     fn maximum(self, rhs: Self) -> Self;
     /// `|x|` for real types (complex magnitudes are computed apart: they
@@ -105,6 +107,7 @@ macro_rules! int_arith {
             #[inline(always)] fn abs(self) -> Self { if self.less(0) { self.wrapping_neg() } else { self } }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)] fn maximum(self, r: Self) -> Self { if self > r { self } else { r } }
+            #[inline(always)] fn minimum(self, r: Self) -> Self { if self < r { self } else { r } }
         }
     )*};
 }
@@ -136,6 +139,11 @@ macro_rules! float_arith {
             fn maximum(self, r: Self) -> Self {
                 let (a, b) = (Arith::widen(self), Arith::widen(r));
                 <Self as Arith>::narrow(if a.is_nan() || b.is_nan() { a + b } else if a > b { a } else { b })
+            }
+            #[inline(always)]
+            fn minimum(self, r: Self) -> Self {
+                let (a, b) = (Arith::widen(self), Arith::widen(r));
+                <Self as Arith>::narrow(if a.is_nan() || b.is_nan() { a + b } else if a < b { a } else { b })
             }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
@@ -225,6 +233,7 @@ macro_rules! complex_arith {
             #[inline(always)] fn log(self) -> Self { <$t>::ln(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
             #[inline(always)] fn maximum(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
+            #[inline(always)] fn minimum(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
             #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
         }
     )*};
@@ -264,6 +273,10 @@ impl Arith for bool {
     #[inline(always)]
     fn maximum(self, r: Self) -> Self {
         self | r
+    }
+    #[inline(always)]
+    fn minimum(self, r: Self) -> Self {
+        self & r
     }
     /// `x ** y`: 1 unless x is false and y is true.
     #[inline(always)]

@@ -82,7 +82,7 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     check_computable(op.name(), dtype, device)?;
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
-    if matches!(op, BinaryOp::Maximum) && dtype.is_complex() {
+    if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && dtype.is_complex() {
         bail!(WrongType, "{} not implemented for complex tensors.", op.name());
     }
     let number = |s, left| number(s, dtype, op, left);

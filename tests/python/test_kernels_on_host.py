@@ -142,8 +142,8 @@ def reference(op, x, y):
 
 
 # The generated binary rows of src/backend.rs with a kernel: NumPy's function (NaN wins, as torch's).
-MINMAX = {"maximum": np.maximum}
-MINMAX_BOOL = {"maximum": np.logical_or}
+MINMAX = {"maximum": np.maximum, "minimum": np.minimum}
+MINMAX_BOOL = {"maximum": np.logical_or, "minimum": np.logical_and}
 
 
 def ops_for(tag):
