@@ -229,7 +229,22 @@ macro_rules! complex_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
             #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
             #[inline(always)] fn exp(self) -> Self { <$t>::exp(self) }
-            #[inline(always)] fn sqrt(self) -> Self { <$t>::sqrt(self) }
+            /// C99's `csqrt` at the infinities (as PyTorch), num-complex's elsewhere.
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                let (re, im) = (self.re, self.im);
+                // A zero with im's sign (im is finite where it is used).
+                let zero = (im - im).copysign(im);
+                if im.is_infinite() {
+                    <$t>::new(im.abs(), im)
+                } else if re.is_infinite() && re.is_sign_negative() {
+                    if im.is_nan() { <$t>::new(im, -re) } else { <$t>::new(zero.abs(), (-re).copysign(im)) }
+                } else if re.is_infinite() {
+                    <$t>::new(re, if im.is_nan() { im } else { zero })
+                } else {
+                    <$t>::sqrt(self)
+                }
+            }
             #[inline(always)] fn log(self) -> Self { <$t>::ln(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
             #[inline(always)] fn maximum(self, _: Self) -> Self { unreachable!("complex numbers have no order") }

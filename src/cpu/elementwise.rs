@@ -118,6 +118,9 @@ impl Plan {
     /// Calls `row(offsets, len)` for the rows (or parts of rows) covering
     /// elements `start..end` in row-major order.
     fn walk(&self, start: usize, end: usize, mut row: impl FnMut([isize; 3], usize)) {
+        if start >= end {
+            return; // also keeps a size-0 dimension out of the divisions below
+        }
         let nd = self.shape.len();
         let mut idx = vec![0usize; nd];
         let mut rem = start;

@@ -83,7 +83,11 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
     if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && dtype.is_complex() {
-        bail!(WrongType, "{} not implemented for complex tensors.", op.name());
+        bail!(
+            WrongType,
+            "{} not implemented for complex tensors.",
+            op.name()
+        );
     }
     let number = |s, left| number(s, dtype, op, left);
     elementwise(a, b, dtype, number, |lhs, rhs, shape| {

@@ -161,7 +161,7 @@ def test_binary_broadcasts_promotes_and_reads_strided_views(name, dtype):
         (m, m[0]),
         (m[:, :1], m[0]),
         (m[::2, ::2], m[1::2, 1::2]),
-        (m.t(), m[:40, :30]),
+        (m[:, :30].t(), m[:30, :30]),
         (m, sample("float64", (40,), 8)),  # promotion to float64
         (m, torch.tensor(2, dtype=getattr(torch, dtype))),  # a zero-dim tensor
     ]
@@ -190,7 +190,7 @@ def test_arithmetic_in_every_layout_matches_torch(dtype):
     if dtype != "bool":
         ops.append(lambda x, y: x - y)
     for op in ops:
-        for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[1::2, 1::3]), (m.t(), b.t()), (m[:, :1], b[0])]:
+        for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[::2, 1::3]), (m.t(), b.t()), (m[:, :1], b[0])]:
             same(op(to_db(a2), to_db(b2)), op(a2, b2))
     # Numbers on either side, in place on a strided view.
     if dtype != "bool":
@@ -208,15 +208,15 @@ def test_half_precision_rounds_once_against_a_float32_number(dtype):
     x = sample(dtype, (40_003,), 13)
     same(to_db(x) * 0.1, x * 0.1)
     t = to_db(x)
-    t.add_(0.1)
-    same(t, x + 0.1)
+    t.mul_(0.1)
+    same(t, x * 0.1)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int64", "uint8"])
 def test_comparisons_in_every_layout_match_torch(dtype):
     m = sample(dtype, (33, 65), 14)
     b = sample(dtype, (33, 65), 15)
-    for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[1::2, 1::3]), (m.t(), b.t())]:
+    for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[::2, 1::3]), (m.t(), b.t())]:
         for op in (lambda x, y: x < y, lambda x, y: x >= y, lambda x, y: x == y):
             same(op(to_db(a2), to_db(b2)), op(a2, b2))
     same(to_db(m) <= 1, m <= 1)
