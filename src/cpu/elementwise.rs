@@ -131,9 +131,9 @@ impl Plan {
         let mut pos = start;
         while pos < end {
             let mut off = [0isize; 3];
-            for d in 0..nd {
-                for (k, o) in off.iter_mut().enumerate() {
-                    *o += idx[d] as isize * self.strides[d][k];
+            for (&i, st) in idx.iter().zip(&self.strides) {
+                for (o, &s) in off.iter_mut().zip(st) {
+                    *o += i as isize * s;
                 }
             }
             let len = (self.shape[nd - 1] - idx[nd - 1]).min(end - pos);
