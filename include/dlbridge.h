@@ -139,6 +139,22 @@ enum dlb_status dlb_sum(const struct dlb_tensor *a, struct dlb_tensor **out);
 // of elements. Thread-safe.
 enum dlb_status dlb_item_f64(const struct dlb_tensor *a, double *out);
 
+// `name(a)` as a new tensor for any unary op of dlbridge's table, by its
+// PyTorch name (`"exp"`, `"sqrt"`, `"abs"`, ...), with PyTorch's promotion
+// (`exp` of an integer tensor is float32). Errors: `DLB_ERR_NULL_POINTER`,
+// `DLB_ERR_INVALID_ARGUMENT` (unknown name), `DLB_ERR_NOT_IMPLEMENTED`
+// (a dtype the op lacks), CUDA errors. Thread-safe.
+enum dlb_status dlb_unary_op(const char *name, const struct dlb_tensor *a, struct dlb_tensor **out);
+
+// `name(a, b)` as a new tensor for any binary op of dlbridge's table, by
+// its PyTorch name (`"maximum"`, `"add"`, ...), with broadcasting and
+// PyTorch's promotion. Errors as `dlb_unary_op`, plus those of
+// `dlb_binary`. Thread-safe.
+enum dlb_status dlb_binary_op(const char *name,
+                              const struct dlb_tensor *a,
+                              const struct dlb_tensor *b,
+                              struct dlb_tensor **out);
+
 // dlbridge's version, e.g. "0.1.0". Static; thread-safe.
 const char *dlb_version(void);
 

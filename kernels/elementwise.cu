@@ -1,7 +1,10 @@
-// Elementwise binary arithmetic: out = a op b, a op scalar, or scalar op a.
-// One contiguous kernel (16-byte loads when every pointer allows) and one
-// strided kernel (broadcast inputs have stride 0) per operator and dtype.
-// Also abs, the one unary kernel (negation is a multiplication by -1).
+// Elementwise ops, one functor each (the rows of src/backend.rs's
+// binary_ops!/unary_ops! name them: dlb_{name}_contig_{tag}, dlb_{name}_{tag}).
+// Binary: out = a op b, a op scalar, or scalar op a; one contiguous kernel
+// (16-byte loads when every pointer allows) and one strided kernel
+// (broadcast inputs have stride 0) per operator and dtype. Unary: one
+// strided kernel per operator and dtype (negation is a multiplication by -1).
+// Adding an op: its functor and its line in the lists at the end.
 #include "common.cuh"
 
 // Wrapping integer arithmetic: compute in the unsigned twin.
@@ -67,31 +70,45 @@ __device__ __forceinline__ double op_pow(double x, double y) { return pow(x, y);
 // bool ** bool: true unless the base is false and the exponent true.
 __device__ __forceinline__ bool op_pow(bool x, bool y) { return x || !y; }
 
-enum { OP_ADD = 0, OP_SUB = 1, OP_MUL = 2, OP_DIV = 3, OP_POW = 4 };
+// maximum and minimum: NaN wins (either side), as PyTorch's; integers and
+// bools (or/and) plainly.
+template <typename C> __device__ __forceinline__ C op_maximum(C x, C y) { return x > y ? x : y; }
+__device__ __forceinline__ float op_maximum(float x, float y) { return x != x || y != y ? x + y : (x > y ? x : y); }
+__device__ __forceinline__ double op_maximum(double x, double y) { return x != x || y != y ? x + y : (x > y ? x : y); }
+
+template <typename C> __device__ __forceinline__ C op_minimum(C x, C y) { return x < y ? x : y; }
+__device__ __forceinline__ float op_minimum(float x, float y) { return x != x || y != y ? x + y : (x < y ? x : y); }
+__device__ __forceinline__ double op_minimum(double x, double y) { return x != x || y != y ? x + y : (x < y ? x : y); }
+
+// Binary functors: compute-type values in, compute-type value out.
+#define DLB_BINARY_FUNCTOR(F, fn)                                                             \
+    struct F {                                                                                \
+        template <typename C> static __device__ __forceinline__ C go(C x, C y) { return fn(x, y); } \
+    };
+DLB_BINARY_FUNCTOR(Add, op_add)
+DLB_BINARY_FUNCTOR(Sub, op_sub)
+DLB_BINARY_FUNCTOR(Mul, op_mul)
+DLB_BINARY_FUNCTOR(Div, op_div)   // floating types only: integer true division computes in float
+DLB_BINARY_FUNCTOR(Pow, op_pow)
+DLB_BINARY_FUNCTOR(Maximum, op_maximum)
+DLB_BINARY_FUNCTOR(Minimum, op_minimum)
+#undef DLB_BINARY_FUNCTOR
+
 // mode: which operands are tensors.
 enum { MODE_TENSORS = 0, MODE_SCALAR_RIGHT = 1, MODE_SCALAR_LEFT = 2 };
 
-template <int OP, typename C>
-__device__ __forceinline__ C apply(C x, C y) {
-    if constexpr (OP == OP_ADD) return op_add(x, y);
-    else if constexpr (OP == OP_SUB) return op_sub(x, y);
-    else if constexpr (OP == OP_MUL) return op_mul(x, y);
-    else if constexpr (OP == OP_POW) return op_pow(x, y);
-    else return op_div(x, y);   // floating types only: integer true division computes in float
-}
-
-template <int OP, typename T>
+template <typename F, typename T>
 __device__ __forceinline__ T combine(T x, T y, typename Tr<T>::C s, int mode) {
     typedef typename Tr<T>::C C;
     C cx = Tr<T>::load(x);
-    if (mode == MODE_SCALAR_RIGHT) return Tr<T>::store(apply<OP, C>(cx, s));
-    if (mode == MODE_SCALAR_LEFT) return Tr<T>::store(apply<OP, C>(s, cx));
-    return Tr<T>::store(apply<OP, C>(cx, Tr<T>::load(y)));
+    if (mode == MODE_SCALAR_RIGHT) return Tr<T>::store(F::go(cx, s));
+    if (mode == MODE_SCALAR_LEFT) return Tr<T>::store(F::go(s, cx));
+    return Tr<T>::store(F::go(cx, Tr<T>::load(y)));
 }
 
 // The scalar arrives in the compute type (float for float16 and bfloat16),
 // unrounded, as PyTorch passes it: the result is rounded once.
-template <int OP, typename T>
+template <typename F, typename T>
 __device__ void binary_contig(T* out, const T* a, const T* b, typename Tr<T>::C s, int mode, i64 n, int wide) {
     const i64 start = global_thread(), step = grid_threads();
     i64 done = 0;
@@ -106,36 +123,36 @@ __device__ void binary_contig(T* out, const T* a, const T* b, typename Tr<T>::C 
             Pack<T> y = x;
             if (mode == MODE_TENSORS) y = pb[p];
             #pragma unroll
-            for (int k = 0; k < V; ++k) r.v[k] = combine<OP, T>(x.v[k], y.v[k], s, mode);
+            for (int k = 0; k < V; ++k) r.v[k] = combine<F, T>(x.v[k], y.v[k], s, mode);
             po[p] = r;
         }
         done = packs * V;
     }
     for (i64 i = done + start; i < n; i += step) {
         T y = mode == MODE_TENSORS ? b[i] : a[i];
-        out[i] = combine<OP, T>(a[i], y, s, mode);
+        out[i] = combine<F, T>(a[i], y, s, mode);
     }
 }
 
-template <int OP, typename T>
+template <typename F, typename T>
 __device__ void binary_strided(T* out, const T* a, const T* b, typename Tr<T>::C s, int mode, i64 n, const Indexer& ix) {
     for (i64 i = global_thread(); i < n; i += grid_threads()) {
         i64 off[3];
         offsets<3>(ix, i, off);
         T x = a[off[1]];
         T y = mode == MODE_TENSORS ? b[off[2]] : x;
-        out[off[0]] = combine<OP, T>(x, y, s, mode);
+        out[off[0]] = combine<F, T>(x, y, s, mode);
     }
 }
 
-#define DLB_BINARY(name, OP, tag, T)                                                          \
+#define DLB_BINARY(name, F, tag, T)                                                          \
     extern "C" __global__ void dlb_##name##_contig_##tag(                                     \
         T* out, const T* a, const T* b, Tr<T>::C scalar, int mode, i64 n, int wide) {         \
-        binary_contig<OP, T>(out, a, b, scalar, mode, n, wide);                               \
+        binary_contig<F, T>(out, a, b, scalar, mode, n, wide);                               \
     }                                                                                         \
     extern "C" __global__ void dlb_##name##_strided_##tag(                                    \
         T* out, const T* a, const T* b, Tr<T>::C scalar, int mode, i64 n, Indexer ix) {       \
-        binary_strided<OP, T>(out, a, b, scalar, mode, n, ix);                                \
+        binary_strided<F, T>(out, a, b, scalar, mode, n, ix);                                \
     }
 
 // |x|: integers wrap (|-128| is -128 in int8), unsigned ones and bool are
@@ -172,31 +189,63 @@ template <> struct Abs<double> {
     }
 };
 
-// out = |src|: a contiguous pair collapses to one dimension on the host.
-template <typename T>
-__device__ void abs_strided(T* out, const T* src, i64 n, const Indexer& ix) {
+// Unary functors take and return the stored type T (abs works on its bits);
+// the math ones go through the compute type and round once.
+struct AbsOp {
+    template <typename T> static __device__ __forceinline__ T go(T x) { return Abs<T>::go(x); }
+};
+
+// out = op(src) (out may be src): a contiguous pair collapses to one
+// dimension on the host.
+template <typename F, typename T>
+__device__ void unary_strided(T* out, const T* src, i64 n, const Indexer& ix) {
     for (i64 i = global_thread(); i < n; i += grid_threads()) {
         i64 off[2];
         offsets<2>(ix, i, off);
-        out[off[0]] = Abs<T>::go(src[off[1]]);
+        out[off[0]] = F::go(src[off[1]]);
     }
 }
 
-#define DLB_ABS(tag, T)                                                                       \
-    extern "C" __global__ void dlb_abs_##tag(T* out, const T* src, i64 n, Indexer ix) {       \
-        abs_strided<T>(out, src, n, ix);                                                      \
+#define DLB_UNARY(name, F, tag, T)                                                            \
+    extern "C" __global__ void dlb_##name##_##tag(T* out, const T* src, i64 n, Indexer ix) {  \
+        unary_strided<F, T>(out, src, n, ix);                                                 \
     }
+#define DLB_ABS(tag, T) DLB_UNARY(abs, AbsOp, tag, T)
+
+// The math functions, for floating dtypes (integers promote on the host):
+// float16 and bfloat16 compute in float and round once.
+__device__ __forceinline__ float op_exp(float x) { return expf(x); }
+__device__ __forceinline__ double op_exp(double x) { return exp(x); }
+#define DLB_MATH_FUNCTOR(F, fn)                                                               \
+    struct F {                                                                                \
+        template <typename T> static __device__ __forceinline__ T go(T x) {                  \
+            return Tr<T>::store(fn(Tr<T>::load(x)));                                          \
+        }                                                                                     \
+    };
+__device__ __forceinline__ float op_log(float x) { return logf(x); }
+__device__ __forceinline__ double op_log(double x) { return log(x); }
+__device__ __forceinline__ float op_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double op_sqrt(double x) { return sqrt(x); }
+DLB_MATH_FUNCTOR(Exp, op_exp)
+DLB_MATH_FUNCTOR(Sqrt, op_sqrt)
+DLB_MATH_FUNCTOR(Log, op_log)
 
 // Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
-#define DLB_ARITH(tag, T) DLB_BINARY(add, OP_ADD, tag, T) DLB_BINARY(sub, OP_SUB, tag, T) DLB_BINARY(mul, OP_MUL, tag, T) \
-    DLB_BINARY(pow, OP_POW, tag, T) DLB_ABS(tag, T)
-#define DLB_DIV(tag, T) DLB_BINARY(div, OP_DIV, tag, T)
+#define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
+    DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T) \
+    DLB_BINARY(minimum, Minimum, tag, T)
+// Floating dtypes only.
+#define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
+    DLB_UNARY(sqrt, Sqrt, tag, T) \
+    DLB_UNARY(log, Log, tag, T)
 
 #if DLB_WANT(b8)
-DLB_BINARY(add, OP_ADD, b8, b8)
-DLB_BINARY(mul, OP_MUL, b8, b8)
-DLB_BINARY(pow, OP_POW, b8, b8)
+DLB_BINARY(add, Add, b8, b8)
+DLB_BINARY(mul, Mul, b8, b8)
+DLB_BINARY(pow, Pow, b8, b8)
 DLB_ABS(b8, b8)
+DLB_BINARY(maximum, Maximum, b8, b8)
+DLB_BINARY(minimum, Minimum, b8, b8)
 #endif
 #if DLB_WANT(u8)
 DLB_ARITH(u8, u8)
@@ -224,17 +273,17 @@ DLB_ARITH(u64, u64)
 #endif
 #if DLB_WANT(f16)
 DLB_ARITH(f16, f16)
-DLB_DIV(f16, f16)
+DLB_FLOAT_OPS(f16, f16)
 #endif
 #if DLB_WANT(bf16)
 DLB_ARITH(bf16, bf16)
-DLB_DIV(bf16, bf16)
+DLB_FLOAT_OPS(bf16, bf16)
 #endif
 #if DLB_WANT(f32)
 DLB_ARITH(f32, float)
-DLB_DIV(f32, float)
+DLB_FLOAT_OPS(f32, float)
 #endif
 #if DLB_WANT(f64)
 DLB_ARITH(f64, double)
-DLB_DIV(f64, double)
+DLB_FLOAT_OPS(f64, double)
 #endif

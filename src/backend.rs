@@ -13,37 +13,138 @@
 //! devices, synchronising, the DLPack stream protocol. CUDA and its stand-in
 //! implement it.
 //!
-//! Adding an op: a variant of [`UnaryOp`], [`BinaryOp`] or [`ReduceOp`]
-//! (or a method here), its arm in each backend, and one function in `ops/`.
+//! Adding an elementwise op: a row of [`binary_ops!`] or [`unary_ops!`], its
+//! scalar function in `cpu/arith.rs` and its CUDA functor in
+//! `kernels/elementwise.cu`; the CPU loops, the CUDA launch, the Python
+//! method and function and the C entry follow from the row. Another
+//! reduction: a variant of [`ReduceOp`], its arm in each backend, and one
+//! function in `ops/reduce.rs`.
 
 use crate::storage::Storage;
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};
 use std::sync::Arc;
 
-/// The binary operators dlbridge implements.
+/// How an elementwise op picks the dtype it computes and returns in from
+/// its operands' promoted dtype ([`crate::ops`]'s `result_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    /// `x ** y`: integers by repeated multiplication (wrapping; a negative
-    /// exponent gives 0 unless the base is 1 or -1), floats with `pow`.
-    Pow,
+pub enum Promotion {
+    /// The promoted dtype itself (`add`, `maximum`).
+    ResultType,
+    /// Integers and bools become the default float dtype, as PyTorch's true
+    /// division and `exp`, `log`, `sqrt` do.
+    IntToFloat,
 }
 
-impl BinaryOp {
-    /// PyTorch's name for the op, as its kernels are named (`"add"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Pow => "pow",
+impl Promotion {
+    /// The dtype an op with this rule computes in, from the promoted one.
+    pub fn apply(self, promoted: crate::DType) -> crate::DType {
+        use crate::Category;
+        match (self, promoted.category()) {
+            (Promotion::IntToFloat, Category::Bool | Category::Integral) => {
+                crate::DType::DEFAULT_FLOAT
+            }
+            _ => promoted,
         }
     }
 }
+
+/// Every binary op, one row each:
+/// `Variant, "name", Arith method, promotion, generated Python/C entries;`.
+/// The name is PyTorch's and the CUDA kernels' stem (`dlb_{name}_contig_f32`
+/// in `kernels/elementwise.cu`); the method of `cpu::arith::Arith` is the
+/// scalar function every CPU loop is monomorphized over. `generated`: the
+/// Python method `t.name(other)`, the function `dlbridge.name(a, b)` and the
+/// C entry come from the row (the older rows have hand-written operators).
+/// Call it with a macro that takes the rows (`binary_ops!(my_macro)`).
+#[macro_export]
+macro_rules! binary_ops {
+    ($m:ident) => {
+        $m! {
+            Add, "add", add, ResultType, false;
+            Sub, "sub", sub, ResultType, false;
+            Mul, "mul", mul, ResultType, false;
+            Div, "div", div, IntToFloat, false;
+            /// `x ** y`: integers by repeated multiplication (wrapping; a negative
+            /// exponent gives 0 unless the base is 1 or -1), floats with `pow`.
+            Pow, "pow", pow, ResultType, false;
+            /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
+            Minimum, "minimum", minimum, ResultType, true;
+            /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
+            Maximum, "maximum", maximum, ResultType, true;
+        }
+    };
+}
+
+/// Every unary op, one row each, as [`binary_ops!`]:
+/// `Variant, "name", Arith method, promotion, generated;` (generated: `t.name()`,
+/// `t.name_()` and `dlbridge.name(t)` come from the row).
+#[macro_export]
+macro_rules! unary_ops {
+    ($m:ident) => {
+        $m! {
+            /// `-x`, wrapping for unsigned integers as in PyTorch.
+            Neg, "neg", neg, ResultType, false;
+            /// `|x|`: wrapping for the most negative integer, the magnitude (a real
+            /// number, of the output's real dtype) for complex.
+            Abs, "abs", abs, ResultType, false;
+            /// `e^x`; integers and bools compute in the default float dtype.
+            Exp, "exp", exp, IntToFloat, true;
+            /// `√x` (NaN below 0, -0 for -0); integers and bools compute in the default float dtype.
+            Sqrt, "sqrt", sqrt, IntToFloat, true;
+            /// `ln x` (NaN below 0, -inf at 0); integers and bools compute in the default float dtype.
+            Log, "log", log, IntToFloat, true;
+        }
+    };
+}
+
+/// The enum, names and promotion rules of an op table.
+macro_rules! op_enum {
+    ($(#[$doc:meta])* $Enum:ident; $($(#[$vdoc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+        $(#[$doc])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+        pub enum $Enum {
+            $($(#[$vdoc])* $V,)*
+        }
+
+        impl $Enum {
+            /// Every op of the table, in row order.
+            pub const ALL: &'static [$Enum] = &[$($Enum::$V),*];
+
+            /// PyTorch's name for the op, as its kernels are named (`"add"`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($Enum::$V => $name,)*
+                }
+            }
+
+            /// How the op picks its dtype from the promoted one.
+            pub fn promotion(self) -> Promotion {
+                match self {
+                    $($Enum::$V => Promotion::$promo,)*
+                }
+            }
+
+            /// Whether the Python and C entry points come from the row.
+            pub fn generated(self) -> bool {
+                match self {
+                    $($Enum::$V => $gen,)*
+                }
+            }
+        }
+    };
+}
+
+macro_rules! binary_enum {
+    ($($row:tt)*) => { op_enum! { /// The binary operators dlbridge implements.
+        BinaryOp; $($row)* } };
+}
+binary_ops!(binary_enum);
+
+macro_rules! unary_enum {
+    ($($row:tt)*) => { op_enum! { /// Elementwise operators of one operand.
+        UnaryOp; $($row)* } };
+}
+unary_ops!(unary_enum);
 
 /// Elementwise comparisons; the result is a bool tensor.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -87,16 +188,6 @@ pub enum Rhs<'a> {
     /// it where PyTorch does. `left`: the number is the left operand
     /// (`number - tensor`).
     Scalar { value: Scalar, left: bool },
-}
-
-/// Elementwise operators of one operand.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum UnaryOp {
-    /// `-x`, wrapping for unsigned integers as in PyTorch.
-    Neg,
-    /// `|x|`: wrapping for the most negative integer, the magnitude (a real
-    /// number, of the output's real dtype) for complex.
-    Abs,
 }
 
 /// Reductions over some dimensions.

@@ -36,7 +36,7 @@ mod views;
 #[doc(hidden)] // public only so that fuzz/ can embed the module (`python::_core`)
 pub mod python;
 
-pub use backend::{Accelerator, BinaryOp, CompareOp};
+pub use backend::{Accelerator, BinaryOp, CompareOp, Promotion, UnaryOp};
 pub use cpu::manual_seed;
 pub use device::{Device, DeviceKind};
 pub use dtype::{Category, DType, NumpyType};

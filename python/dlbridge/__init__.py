@@ -158,3 +158,35 @@ lt = _functional("lt")
 le = _functional("le")
 gt = _functional("gt")
 ge = _functional("ge")
+
+
+# ----- the ops generated from the op tables of src/backend.rs: t.exp(), t.exp_(),
+# dlbridge.exp(t); t.maximum(other), dlbridge.maximum(a, b)
+
+
+def _install_generated_ops() -> None:
+    for name, kind in _core._generated_ops():
+        if kind == "unary":
+
+            def method(self, _name=name):
+                return self._unary(_name)
+
+            def method_(self, _name=name):
+                return self._unary_(_name)
+
+            method_.__name__ = method_.__qualname__ = name + "_"
+            method_.__doc__ = f"``t.{name}_()``: ``{name}`` in place, as ``torch.Tensor.{name}_``."
+            setattr(Tensor, name + "_", method_)
+        else:
+
+            def method(self, other, _name=name):
+                return self._binary(_name, other)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = f"``t.{name}(...)``, as ``torch.Tensor.{name}``."
+        setattr(Tensor, name, method)
+        globals()[name] = _functional(name)
+        __all__.append(name)
+
+
+_install_generated_ops()

@@ -4,7 +4,8 @@
 use super::error::{core, dlb_status, fail, guard};
 use super::tensor::{derive, dlb_tensor, handle, need_out, put};
 use crate::ops::{self, Operand};
-use crate::{BinaryOp, Scalar};
+use crate::{BinaryOp, Scalar, UnaryOp};
+use std::ffi::{CStr, c_char};
 
 /// `a + b`.
 pub const DLB_ADD: u32 = 0;
@@ -174,6 +175,71 @@ pub unsafe extern "C" fn dlb_item_f64(a: *const dlb_tensor, out: *mut f64) -> dl
         let v = x.item().map_err(core)?.as_f64();
         // SAFETY: out checked non-NULL.
         unsafe { *out = v };
+        Ok(())
+    })
+}
+
+/// The op table row named `name` (a NUL-terminated C string).
+fn row<Op: Copy>(
+    all: &[Op],
+    name: *const c_char,
+    of: impl Fn(Op) -> &'static str,
+) -> Result<Op, dlb_status> {
+    if name.is_null() {
+        return Err(fail(dlb_status::DLB_ERR_NULL_POINTER, "name is NULL"));
+    }
+    // SAFETY: checked non-NULL; the caller passes a NUL-terminated string.
+    let name = unsafe { CStr::from_ptr(name) };
+    all.iter()
+        .copied()
+        .find(|&op| of(op).as_bytes() == name.to_bytes())
+        .ok_or_else(|| {
+            fail(
+                dlb_status::DLB_ERR_INVALID_ARGUMENT,
+                format!("no elementwise op named {name:?}"),
+            )
+        })
+}
+
+/// `name(a)` as a new tensor for any unary op of dlbridge's table, by its
+/// PyTorch name (`"exp"`, `"sqrt"`, `"abs"`, ...), with PyTorch's promotion
+/// (`exp` of an integer tensor is float32). Errors: `DLB_ERR_NULL_POINTER`,
+/// `DLB_ERR_INVALID_ARGUMENT` (unknown name), `DLB_ERR_NOT_IMPLEMENTED`
+/// (a dtype the op lacks), CUDA errors. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_unary_op(
+    name: *const c_char,
+    a: *const dlb_tensor,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        let op = row(UnaryOp::ALL, name, UnaryOp::name)?;
+        let x = handle(a, "a")?;
+        need_out(out)?;
+        put(out, ops::unary(x, op).map_err(core)?);
+        Ok(())
+    })
+}
+
+/// `name(a, b)` as a new tensor for any binary op of dlbridge's table, by
+/// its PyTorch name (`"maximum"`, `"add"`, ...), with broadcasting and
+/// PyTorch's promotion. Errors as `dlb_unary_op`, plus those of
+/// `dlb_binary`. Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_binary_op(
+    name: *const c_char,
+    a: *const dlb_tensor,
+    b: *const dlb_tensor,
+    out: *mut *mut dlb_tensor,
+) -> dlb_status {
+    guard(|| {
+        let op = row(BinaryOp::ALL, name, BinaryOp::name)?;
+        let (x, y) = (handle(a, "a")?, handle(b, "b")?);
+        need_out(out)?;
+        put(
+            out,
+            ops::binary(Operand::Tensor(x), Operand::Tensor(y), op).map_err(core)?,
+        );
         Ok(())
     })
 }

@@ -9,44 +9,58 @@ use num_complex::{Complex32, Complex64};
 /// Element arithmetic. `div` is only reached for floating and complex types
 /// (true division promotes integers to float first).
 pub trait Arith: Element + PartialEq {
+    /// The type the loops compute in: float32 for float16 and bfloat16
+    /// (converted a block at a time and rounded once), else the type itself.
+    type C: Arith;
+    /// Whether [`Self::C`] differs from the type (the loops then work in blocks).
+    const WIDE: bool = false;
+    fn widen(self) -> Self::C;
+    fn narrow(c: Self::C) -> Self;
+    /// `dst[i] = src[i].widen()` (`half`'s vectorized conversions for the narrow floats).
+    #[inline(always)]
+    fn widen_slice(src: &[Self], dst: &mut [Self::C]) {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s.widen());
+    }
+    /// `dst[i] = narrow(src[i])`.
+    #[inline(always)]
+    fn narrow_slice(src: &[Self::C], dst: &mut [Self]) {
+        dst.iter_mut()
+            .zip(src)
+            .for_each(|(d, &s)| *d = Self::narrow(s));
+    }
     fn add(self, rhs: Self) -> Self;
     fn sub(self, rhs: Self) -> Self;
     fn mul(self, rhs: Self) -> Self;
     fn div(self, rhs: Self) -> Self;
     fn neg(self) -> Self;
     fn pow(self, rhs: Self) -> Self;
+    /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
+    fn minimum(self, rhs: Self) -> Self;
+    /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
+    fn maximum(self, rhs: Self) -> Self;
     /// `|x|` for real types (complex magnitudes are computed apart: they
     /// change the dtype).
     fn abs(self) -> Self;
+    /// `ln x` (NaN below 0, -inf at 0), for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn log(self) -> Self {
+        unreachable!("integers and bools compute log in float")
+    }
+    /// `√x` (NaN below 0, -0 for -0), for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        unreachable!("integers and bools compute sqrt in float")
+    }
+    /// `e^x`, for floating and complex types (integers promote first).
+    #[inline(always)]
+    fn exp(self) -> Self {
+        unreachable!("integers and bools compute exp in float")
+    }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
     #[inline(always)]
     fn is_nan(self) -> bool {
         false
-    }
-
-    #[inline(always)]
-    fn apply(op: BinaryOp, a: Self, b: Self) -> Self {
-        match op {
-            BinaryOp::Add => a.add(b),
-            BinaryOp::Sub => a.sub(b),
-            BinaryOp::Mul => a.mul(b),
-            BinaryOp::Div => a.div(b),
-            BinaryOp::Pow => a.pow(b),
-        }
-    }
-
-    /// `a op b` for a comparison (NaN compares unequal and unordered).
-    #[inline(always)]
-    fn compare(op: CompareOp, a: Self, b: Self) -> bool {
-        match op {
-            CompareOp::Eq => a == b,
-            CompareOp::Ne => a != b,
-            CompareOp::Lt => a.less(b),
-            CompareOp::Le => a.less(b) || a == b,
-            CompareOp::Gt => b.less(a),
-            CompareOp::Ge => b.less(a) || a == b,
-        }
     }
 }
 
@@ -81,6 +95,9 @@ macro_rules! int_pow {
 macro_rules! int_arith {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            type C = Self;
+            #[inline(always)] fn widen(self) -> Self { self }
+            #[inline(always)] fn narrow(c: Self) -> Self { c }
             #[inline(always)] fn add(self, r: Self) -> Self { self.wrapping_add(r) }
             #[inline(always)] fn sub(self, r: Self) -> Self { self.wrapping_sub(r) }
             #[inline(always)] fn mul(self, r: Self) -> Self { self.wrapping_mul(r) }
@@ -89,6 +106,8 @@ macro_rules! int_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { int_pow!(self, r, 1) }
             #[inline(always)] fn abs(self) -> Self { if self.less(0) { self.wrapping_neg() } else { self } }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
+            #[inline(always)] fn maximum(self, r: Self) -> Self { if self > r { self } else { r } }
+            #[inline(always)] fn minimum(self, r: Self) -> Self { if self < r { self } else { r } }
         }
     )*};
 }
@@ -97,8 +116,14 @@ int_arith!(u8, i8, i16, i32, i64, u16, u32, u64);
 /// Floats: `pow` and `abs` are given per type, because float16 and bfloat16
 /// compute `pow` in float32 and round once, as PyTorch does.
 macro_rules! float_arith {
-    ($($t:ty => pow: $pow:expr, abs: $abs:expr;)*) => {$(
+    ($($t:ty => $C:ty, $wide:literal, pow: $pow:expr, abs: $abs:expr;)*) => {$(
         impl Arith for $t {
+            type C = $C;
+            const WIDE: bool = $wide;
+            #[inline(always)] fn widen(self) -> $C { Widen::widen(self) }
+            #[inline(always)] fn narrow(c: $C) -> Self { Widen::narrow(c) }
+            #[inline(always)] fn widen_slice(src: &[Self], dst: &mut [$C]) { Widen::widen_slice(src, dst) }
+            #[inline(always)] fn narrow_slice(src: &[$C], dst: &mut [Self]) { Widen::narrow_slice(src, dst) }
             #[inline(always)] fn add(self, r: Self) -> Self { self + r }
             #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
@@ -106,23 +131,79 @@ macro_rules! float_arith {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
+            #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(<$C>::exp(Arith::widen(self))) }
+            #[inline(always)] fn sqrt(self) -> Self { <Self as Arith>::narrow(<$C>::sqrt(Arith::widen(self))) }
+            #[inline(always)] fn log(self) -> Self { <Self as Arith>::narrow(<$C>::ln(Arith::widen(self))) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
+            #[inline(always)]
+            fn maximum(self, r: Self) -> Self {
+                let (a, b) = (Arith::widen(self), Arith::widen(r));
+                <Self as Arith>::narrow(if a.is_nan() || b.is_nan() { a + b } else if a > b { a } else { b })
+            }
+            #[inline(always)]
+            fn minimum(self, r: Self) -> Self {
+                let (a, b) = (Arith::widen(self), Arith::widen(r));
+                <Self as Arith>::narrow(if a.is_nan() || b.is_nan() { a + b } else if a < b { a } else { b })
+            }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
         }
     )*};
 }
+/// The conversions between a float type and the type it computes in.
+trait Widen<C>: Sized {
+    fn widen(self) -> C;
+    fn narrow(c: C) -> Self;
+    fn widen_slice(src: &[Self], dst: &mut [C]);
+    fn narrow_slice(src: &[C], dst: &mut [Self]);
+}
+
+macro_rules! same_width {
+    ($($t:ty),*) => {$(
+        impl Widen<$t> for $t {
+            #[inline(always)] fn widen(self) -> $t { self }
+            #[inline(always)] fn narrow(c: $t) -> $t { c }
+            #[inline(always)] fn widen_slice(src: &[$t], dst: &mut [$t]) { dst.copy_from_slice(src) }
+            #[inline(always)] fn narrow_slice(src: &[$t], dst: &mut [$t]) { dst.copy_from_slice(src) }
+        }
+    )*};
+}
+same_width!(f32, f64);
+
+macro_rules! half_width {
+    ($($t:ty),*) => {$(
+        impl Widen<f32> for $t {
+            #[inline(always)] fn widen(self) -> f32 { self.to_f32() }
+            #[inline(always)] fn narrow(c: f32) -> $t { <$t>::from_f32(c) }
+            #[inline(always)]
+            fn widen_slice(src: &[$t], dst: &mut [f32]) {
+                use half::slice::HalfFloatSliceExt;
+                src.convert_to_f32_slice(dst)
+            }
+            #[inline(always)]
+            fn narrow_slice(src: &[f32], dst: &mut [$t]) {
+                use half::slice::HalfFloatSliceExt;
+                dst.convert_from_f32_slice(src)
+            }
+        }
+    )*};
+}
+half_width!(f16, bf16);
+
 float_arith! {
-    f32 => pow: f32::powf, abs: f32::abs;
-    f64 => pow: f64::powf, abs: f64::abs;
-    f16 => pow: |a: f16, b: f16| f16::from_f32(a.to_f32().powf(b.to_f32())),
+    f32 => f32, false, pow: f32::powf, abs: f32::abs;
+    f64 => f64, false, pow: f64::powf, abs: f64::abs;
+    f16 => f32, true, pow: |a: f16, b: f16| f16::from_f32(a.to_f32().powf(b.to_f32())),
            abs: |a: f16| f16::from_bits(a.to_bits() & 0x7fff);
-    bf16 => pow: |a: bf16, b: bf16| bf16::from_f32(a.to_f32().powf(b.to_f32())),
+    bf16 => f32, true, pow: |a: bf16, b: bf16| bf16::from_f32(a.to_f32().powf(b.to_f32())),
             abs: |a: bf16| bf16::from_bits(a.to_bits() & 0x7fff);
 }
 
 macro_rules! complex_arith {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            type C = Self;
+            #[inline(always)] fn widen(self) -> Self { self }
+            #[inline(always)] fn narrow(c: Self) -> Self { c }
             #[inline(always)] fn add(self, r: Self) -> Self { self + r }
             #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
@@ -147,7 +228,27 @@ macro_rules! complex_arith {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { self.powc(r) }
             #[inline(always)] fn abs(self) -> Self { unreachable!("complex magnitudes change the dtype") }
+            #[inline(always)] fn exp(self) -> Self { <$t>::exp(self) }
+            /// C99's `csqrt` at the infinities (as PyTorch), num-complex's elsewhere.
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                let (re, im) = (self.re, self.im);
+                // A zero with im's sign (im is finite where it is used).
+                let zero = (im - im).copysign(im);
+                if im.is_infinite() {
+                    <$t>::new(im.abs(), im)
+                } else if re.is_infinite() && re.is_sign_negative() {
+                    if im.is_nan() { <$t>::new(im, -re) } else { <$t>::new(zero.abs(), (-re).copysign(im)) }
+                } else if re.is_infinite() {
+                    <$t>::new(re, if im.is_nan() { im } else { zero })
+                } else {
+                    <$t>::sqrt(self)
+                }
+            }
+            #[inline(always)] fn log(self) -> Self { <$t>::ln(self) }
             #[inline(always)] fn less(self, _: Self) -> bool { unreachable!("complex numbers have no order") }
+            #[inline(always)] fn maximum(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
+            #[inline(always)] fn minimum(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
             #[inline(always)] fn is_nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
         }
     )*};
@@ -155,6 +256,15 @@ macro_rules! complex_arith {
 complex_arith!(Complex32, Complex64);
 
 impl Arith for bool {
+    type C = Self;
+    #[inline(always)]
+    fn widen(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn narrow(c: Self) -> Self {
+        c
+    }
     #[inline(always)]
     fn add(self, r: Self) -> Self {
         self | r
@@ -174,6 +284,14 @@ impl Arith for bool {
     #[inline(always)]
     fn neg(self) -> Self {
         self
+    }
+    #[inline(always)]
+    fn maximum(self, r: Self) -> Self {
+        self | r
+    }
+    #[inline(always)]
+    fn minimum(self, r: Self) -> Self {
+        self & r
     }
     /// `x ** y`: 1 unless x is false and y is true.
     #[inline(always)]

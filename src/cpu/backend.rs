@@ -2,7 +2,7 @@
 //! plus the staging they need for layouts ndarray cannot write in place.
 
 use super::copy::{copy_into, materialize};
-use super::elementwise::{binary_inplace, binary_into, compare_into, fill, unary_into};
+use super::elementwise::{Arg, binary, compare, fill, unary, walkable, writable};
 use super::random::fill_uniform;
 use super::reduce::reduce_into;
 use crate::backend::{Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
@@ -22,17 +22,28 @@ fn same_view(a: &Tensor, b: &Tensor) -> bool {
     a.data_ptr() == b.data_ptr() && a.layout() == b.layout()
 }
 
-/// The right-hand side as a tensor the typed loops can read (a number
-/// becomes a zero-dim tensor of `dtype`), and whether it goes on the left.
-fn operand(rhs: Rhs, dtype: DType) -> Result<(Tensor, bool)> {
-    Ok(match rhs {
-        Rhs::Tensor(t) => (materialize(t)?, false),
-        Rhs::Scalar { value, left } => {
-            let t = Tensor::empty(&[], dtype, Device::CPU)?;
-            fill(&t, value);
-            (t, left)
-        }
-    })
+/// `t` itself when the loops can read it, else a contiguous copy.
+fn readable(t: &Tensor) -> Result<Tensor> {
+    let size = t.dtype().size();
+    if walkable(t, size, size) {
+        Ok(t.clone())
+    } else {
+        materialize(t)
+    }
+}
+
+/// Runs `write(target)` into `out`, or into a fresh tensor copied to `out`
+/// after when the loops cannot write `out`'s layout or `out` is an input
+/// (`in_place` ops the loops do not run in place).
+fn into(out: &Tensor, in_place: bool, write: impl FnOnce(&Tensor)) -> Result<()> {
+    let size = out.dtype().size();
+    if !in_place && writable(out, size, size) {
+        write(out);
+        return Ok(());
+    }
+    let staged = scratch(out, out.dtype())?;
+    write(&staged);
+    copy_into(out, &staged)
 }
 
 impl Backend for Cpu {
@@ -54,42 +65,59 @@ impl Backend for Cpu {
     }
 
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
-        let dtype = out.dtype();
-        let compute = dtype.compute_dtype();
-        if compute != dtype && matches!(rhs, Rhs::Scalar { .. }) {
-            // The number meets the tensor in float32, unrounded (see `Rhs`).
-            let wide = scratch(out, compute)?;
-            self.binary(&wide, &lhs.to_dtype(compute)?, rhs, op)?;
-            return copy_into(out, &wide);
-        }
-        let (rhs, left) = operand(rhs, dtype)?;
+        let size = out.dtype().size();
         let in_place = same_view(out, lhs);
-        if in_place && !left && binary_inplace(out, &rhs, op) {
-            return Ok(());
+        match rhs {
+            Rhs::Tensor(r) => {
+                let r = readable(r)?;
+                if in_place && writable(out, size, size) {
+                    binary(out, Arg::Tensor(out), Arg::Tensor(&r), op, true);
+                    return Ok(());
+                }
+                let l = readable(lhs)?;
+                into(out, in_place, |o| {
+                    binary(o, Arg::Tensor(&l), Arg::Tensor(&r), op, false)
+                })
+            }
+            Rhs::Scalar { value, left } => {
+                if in_place && !left && writable(out, size, size) {
+                    binary(out, Arg::Tensor(out), Arg::Number(value), op, true);
+                    return Ok(());
+                }
+                let l = readable(lhs)?;
+                let (a, b) = match left {
+                    false => (Arg::Tensor(&l), Arg::Number(value)),
+                    true => (Arg::Number(value), Arg::Tensor(&l)),
+                };
+                into(out, in_place, |o| binary(o, a, b, op, false))
+            }
         }
-        let lhs = materialize(lhs)?;
-        let (a, b) = if left { (&rhs, &lhs) } else { (&lhs, &rhs) };
-        if in_place {
-            // out's layout needs staging (or the number is on the left).
-            let staged = scratch(out, dtype)?;
-            binary_into(&staged, a, b, op);
-            return copy_into(out, &staged);
-        }
-        binary_into(out, a, b, op);
-        Ok(())
     }
 
     fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {
-        let (rhs, left) = operand(rhs, lhs.dtype())?;
-        let lhs = materialize(lhs)?;
-        let (a, b) = if left { (&rhs, &lhs) } else { (&lhs, &rhs) };
-        compare_into(out, a, b, op);
-        Ok(())
+        let dtype = lhs.dtype();
+        let l = readable(lhs)?;
+        let r;
+        let (a, b) = match rhs {
+            Rhs::Tensor(t) => {
+                r = readable(t)?;
+                (Arg::Tensor(&l), Arg::Tensor(&r))
+            }
+            Rhs::Scalar { value, left: false } => (Arg::Tensor(&l), Arg::Number(value)),
+            Rhs::Scalar { value, left: true } => (Arg::Number(value), Arg::Tensor(&l)),
+        };
+        into(out, false, |o| compare(o, a, b, dtype, op))
     }
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
-        unary_into(out, &materialize(src)?, op);
-        Ok(())
+        let size = out.dtype().size();
+        let in_place = same_view(out, src);
+        if in_place && writable(out, size, size) {
+            unary(out, out, op, true);
+            return Ok(());
+        }
+        let src = readable(src)?;
+        into(out, in_place, |o| unary(o, &src, op, false))
     }
 
     fn reduce(

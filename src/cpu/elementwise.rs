@@ -1,4 +1,14 @@
-//! Elementwise kernels: binary ops with broadcasting, negation, fill.
+//! Elementwise loops, written once and monomorphized per op and dtype: the
+//! op tables of `backend.rs` (`binary_ops!`, `unary_ops!`) pick an `Arith`
+//! method, and [`map_into`] / [`map_inplace`] run it over any layout.
+//!
+//! The layout is collapsed first (size-1 dimensions dropped, neighbours
+//! contiguous in every operand merged), so most operands become one row;
+//! the outer dimensions are walked with a counter and each row runs a loop
+//! over slices the compiler vectorizes when its operands are contiguous (or
+//! one of them is a single value), else a strided loop. float16 and bfloat16
+//! are converted a block at a time to float32 (`half`'s slice conversions),
+//! computed there and rounded once. Large loops split across rayon's threads.
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::strided::{view, view_mut};
@@ -7,11 +17,15 @@ use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 
-/// Above this many elements, contiguous loops split across cores.
-const PARALLEL_THRESHOLD: usize = 1 << 20;
+/// From this many elements on, a loop splits across threads (PyTorch's
+/// grain size; below it the hand-off costs more than a core saves).
+const PARALLEL_THRESHOLD: usize = 1 << 15;
 
-/// Threads for large contiguous loops: `DLBRIDGE_NUM_THREADS`, else the
-/// available cores (at most 8; memory bandwidth saturates before that).
+/// Elements per block of the float16/bfloat16 paths (three stack arrays of
+/// float32 stay in L1).
+const BLOCK: usize = 256;
+
+/// Threads for large loops: `DLBRIDGE_NUM_THREADS`, else rayon's (the cores).
 fn worker_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
@@ -19,174 +33,469 @@ fn worker_threads() -> usize {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|&n| n > 0)
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map_or(1, |n| n.get())
-                    .min(8)
-            })
+            .unwrap_or_else(rayon::current_num_threads)
     })
 }
 
-/// Splits three equal-length slices into per-thread chunks and runs `f` on each.
-fn par_chunks<A: Send, B: Sync, C: Sync>(
-    out: &mut [A],
-    a: &[B],
-    b: &[C],
-    f: impl Fn(&mut [A], &[B], &[C]) + Sync,
-) {
-    let threads = worker_threads();
-    if out.len() < PARALLEL_THRESHOLD || threads == 1 {
-        return f(out, a, b);
+/// Where the values of `out = f(a, b)` come from and go to: an output of
+/// `O`, inputs of `T` in memory or one value (already in the compute type).
+pub(crate) trait Sink<R>: Copy {
+    fn put(r: R) -> Self;
+    #[inline(always)]
+    fn put_slice(src: &[R], dst: &mut [Self])
+    where
+        R: Copy,
+    {
+        dst.iter_mut()
+            .zip(src)
+            .for_each(|(d, &s)| *d = Self::put(s));
     }
-    // Chunks of whole cache lines so threads never share one.
-    let chunk = out.len().div_ceil(threads).next_multiple_of(64);
-    std::thread::scope(|s| {
-        for ((o, x), y) in out
-            .chunks_mut(chunk)
-            .zip(a.chunks(chunk))
-            .zip(b.chunks(chunk))
-        {
-            let f = &f;
-            s.spawn(move || f(o, x, y));
+}
+
+impl<T: Copy> Sink<T> for T {
+    #[inline(always)]
+    fn put(r: T) -> T {
+        r
+    }
+    #[inline(always)]
+    fn put_slice(src: &[T], dst: &mut [T]) {
+        dst.copy_from_slice(src)
+    }
+}
+
+macro_rules! narrow_sink {
+    ($($t:ty),*) => {$(
+        impl Sink<f32> for $t {
+            #[inline(always)]
+            fn put(r: f32) -> Self { <$t as Arith>::narrow(r) }
+            #[inline(always)]
+            fn put_slice(src: &[f32], dst: &mut [Self]) { <$t as Arith>::narrow_slice(src, dst) }
+        }
+    )*};
+}
+narrow_sink!(half::f16, half::bf16);
+
+/// An input of the loops.
+#[derive(Clone, Copy)]
+enum Src<T: Arith> {
+    /// Memory at this address (element strides come from the plan).
+    Mem(*const T),
+    /// One value for every element (a Python number, or unary ops' unused side).
+    Value(T::C),
+}
+
+/// The collapsed iteration space of out, a and b: row-major sizes and
+/// element strides, the last dimension the row.
+struct Plan {
+    shape: Vec<usize>,
+    strides: Vec<[isize; 3]>,
+}
+
+impl Plan {
+    fn new(shape: &[usize], operands: [&[isize]; 3]) -> Plan {
+        let mut dims: Vec<(usize, [isize; 3])> = Vec::with_capacity(shape.len());
+        for d in (0..shape.len()).rev() {
+            if shape[d] == 1 {
+                continue;
+            }
+            let st = [operands[0][d], operands[1][d], operands[2][d]];
+            if let Some((inner, ist)) = dims.last_mut()
+                && (0..3).all(|k| st[k] == ist[k] * *inner as isize)
+            {
+                *inner *= shape[d];
+                continue;
+            }
+            dims.push((shape[d], st));
+        }
+        if dims.is_empty() {
+            dims.push((1, [0; 3]));
+        }
+        dims.reverse();
+        let (shape, strides) = dims.into_iter().unzip();
+        Plan { shape, strides }
+    }
+
+    /// Calls `row(offsets, len)` for the rows (or parts of rows) covering
+    /// elements `start..end` in row-major order.
+    fn walk(&self, start: usize, end: usize, mut row: impl FnMut([isize; 3], usize)) {
+        if start >= end {
+            return; // also keeps a size-0 dimension out of the divisions below
+        }
+        let nd = self.shape.len();
+        let mut idx = vec![0usize; nd];
+        let mut rem = start;
+        for d in (0..nd).rev() {
+            idx[d] = rem % self.shape[d];
+            rem /= self.shape[d];
+        }
+        let mut pos = start;
+        while pos < end {
+            let mut off = [0isize; 3];
+            for (&i, st) in idx.iter().zip(&self.strides) {
+                for (o, &s) in off.iter_mut().zip(st) {
+                    *o += i as isize * s;
+                }
+            }
+            let len = (self.shape[nd - 1] - idx[nd - 1]).min(end - pos);
+            row(off, len);
+            pos += len;
+            idx[nd - 1] += len;
+            let mut d = nd - 1;
+            while d > 0 && idx[d] == self.shape[d] {
+                idx[d] = 0;
+                d -= 1;
+                idx[d] += 1;
+            }
+        }
+    }
+
+    fn inner(&self) -> [isize; 3] {
+        *self.strides.last().expect("a plan has a dimension")
+    }
+}
+
+/// Raw pointers that rayon's workers may share: each writes its own range.
+#[derive(Clone, Copy)]
+struct Shared<T>(T);
+// SAFETY: the loops hand each thread a disjoint range of output elements;
+// inputs are only read.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Shared<T> {}
+
+/// Runs `part(start, end)` over `0..n`, split across threads when large.
+fn parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
+    let threads = worker_threads();
+    if n < PARALLEL_THRESHOLD || threads == 1 {
+        return part(0, n);
+    }
+    // Pieces of whole cache lines, so threads never share one.
+    let chunk = n.div_ceil(threads).next_multiple_of(64);
+    rayon::scope(|s| {
+        for start in (0..n).step_by(chunk) {
+            let part = &part;
+            s.spawn(move |_| part(start, (start + chunk).min(n)));
         }
     });
 }
 
-/// `out = a op b`, all three of one dtype; `a` and `b` broadcast to `out`.
-/// `out` is fresh, so it overlaps neither input.
-pub(crate) fn binary_into(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
-    with_compute_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op))
+/// A slice of `len` elements at `p`.
+///
+/// # Safety
+/// `p` addresses `len` contiguous, initialised elements nobody writes meanwhile.
+#[inline(always)]
+unsafe fn slice<'a, T>(p: *const T, len: usize) -> &'a [T] {
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(p, len) }
 }
 
-fn binary_typed<T: Arith>(out: &Tensor, a: &Tensor, b: &Tensor, op: BinaryOp) {
-    // SAFETY: callers pass materialized inputs of dtype T and a fresh output.
-    let (mut o, va, vb) = unsafe {
-        (
-            view_mut::<T>(out).unwrap(),
-            view::<T>(a).unwrap(),
-            view::<T>(b).unwrap(),
-        )
-    };
-    if va.shape() == o.shape()
-        && vb.shape() == o.shape()
-        && let (Some(os), Some(xs), Some(ys)) = (o.as_slice_mut(), va.as_slice(), vb.as_slice())
-    {
-        let kernel = move |o: &mut [T], x: &[T], y: &[T]| match op {
-            // One monomorphic loop per operator keeps each one vectorised.
-            BinaryOp::Add => o
-                .iter_mut()
-                .zip(x)
-                .zip(y)
-                .for_each(|((o, &x), &y)| *o = x.add(y)),
-            BinaryOp::Sub => o
-                .iter_mut()
-                .zip(x)
-                .zip(y)
-                .for_each(|((o, &x), &y)| *o = x.sub(y)),
-            BinaryOp::Mul => o
-                .iter_mut()
-                .zip(x)
-                .zip(y)
-                .for_each(|((o, &x), &y)| *o = x.mul(y)),
-            BinaryOp::Div => o
-                .iter_mut()
-                .zip(x)
-                .zip(y)
-                .for_each(|((o, &x), &y)| *o = x.div(y)),
-            BinaryOp::Pow => o
-                .iter_mut()
-                .zip(x)
-                .zip(y)
-                .for_each(|((o, &x), &y)| *o = x.pow(y)),
-        };
-        return par_chunks(os, xs, ys, kernel);
-    }
-    if vb.len() == 1 && va.shape() == o.shape() {
-        let y = *vb.iter().next().unwrap();
-        return Zip::from(&mut o)
-            .and(&va)
-            .for_each(|o, &x| *o = T::apply(op, x, y));
-    }
-    if va.len() == 1 && vb.shape() == o.shape() {
-        let x = *va.iter().next().unwrap();
-        return Zip::from(&mut o)
-            .and(&vb)
-            .for_each(|o, &y| *o = T::apply(op, x, y));
-    }
-    let (va, vb) = (
-        va.broadcast(o.raw_dim()).unwrap(),
-        vb.broadcast(o.raw_dim()).unwrap(),
-    );
-    Zip::from(&mut o)
-        .and(&va)
-        .and(&vb)
-        .for_each(|o, &x, &y| *o = T::apply(op, x, y));
+/// As [`slice`], writable.
+///
+/// # Safety
+/// As for [`slice`], and no other reference to these elements is alive.
+#[inline(always)]
+unsafe fn slice_mut<'a, T>(p: *mut T, len: usize) -> &'a mut [T] {
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts_mut(p, len) }
 }
 
-/// `dst = dst op src` in place; `src` has dst's dtype, broadcasts to dst and
-/// does not overlap it. Returns false when dst's layout needs staging.
-pub(crate) fn binary_inplace(dst: &Tensor, src: &Tensor, op: BinaryOp) -> bool {
-    with_compute_element!(dst.dtype(), T => {
-        // SAFETY: dst is not aliased by src (checked by the caller).
-        let Some(mut d) = (unsafe { view_mut::<T>(dst) }) else { return false };
-        // SAFETY: src is materialized and of dtype T.
-        let s = unsafe { view::<T>(src) }.unwrap();
-        if s.len() == 1 {
-            let y = *s.iter().next().unwrap();
-            Zip::from(&mut d).for_each(|x| *x = T::apply(op, *x, y));
-        } else {
-            let s = s.broadcast(d.raw_dim()).unwrap();
-            Zip::from(&mut d).and(&s).for_each(|x, &y| *x = T::apply(op, *x, y));
+/// The value of `src` at element offset `off`, in the compute type.
+///
+/// # Safety
+/// A `Mem` source holds an element at `off`.
+#[inline(always)]
+unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
+    match src {
+        // SAFETY: the caller's promise.
+        Src::Mem(p) => unsafe { *p.offset(off) }.widen(),
+        Src::Value(v) => v,
+    }
+}
+
+/// One row of `out = f(a, b)`, `out` not overlapping the inputs.
+///
+/// # Safety
+/// Every pointer addresses `len` elements `strides` apart (the output's
+/// exclusively ours).
+#[inline(always)]
+unsafe fn row_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
+    o: *mut O,
+    a: Src<T>,
+    b: Src<T>,
+    [so, sa, sb]: [isize; 3],
+    len: usize,
+    f: impl Fn(T::C, T::C) -> R,
+) {
+    // SAFETY (whole body): the caller's promise on every pointer and length.
+    unsafe {
+        if T::WIDE {
+            // Blocks through the compute type: one rounding per element.
+            let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
+            let mut xb = xa;
+            let mut r = [R::zeroed(); BLOCK];
+            let mut i = 0;
+            while i < len {
+                let n = BLOCK.min(len - i);
+                for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
+                    match src {
+                        Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
+                        _ => (0..n).for_each(|j| x[j] = load(src, (i + j) as isize * s)),
+                    }
+                }
+                (0..n).for_each(|j| r[j] = f(xa[j], xb[j]));
+                if so == 1 {
+                    O::put_slice(&r[..n], slice_mut(o.add(i), n));
+                } else {
+                    (0..n).for_each(|j| *o.offset((i + j) as isize * so) = O::put(r[j]));
+                }
+                i += n;
+            }
+            return;
         }
-        true
+        match (a, b) {
+            (Src::Mem(pa), Src::Mem(pb)) if so == 1 && sa == 1 && sb == 1 => {
+                let (o, x, y) = (slice_mut(o, len), slice(pa, len), slice(pb, len));
+                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                    *o = O::put(f(x.widen(), y.widen()));
+                }
+            }
+            (Src::Mem(pa), _) if so == 1 && sa == 1 && (sb == 0 || matches!(b, Src::Value(_))) => {
+                let y = load(b, 0);
+                for (o, &x) in slice_mut(o, len).iter_mut().zip(slice(pa, len)) {
+                    *o = O::put(f(x.widen(), y));
+                }
+            }
+            (_, Src::Mem(pb)) if so == 1 && sb == 1 && (sa == 0 || matches!(a, Src::Value(_))) => {
+                let x = load(a, 0);
+                for (o, &y) in slice_mut(o, len).iter_mut().zip(slice(pb, len)) {
+                    *o = O::put(f(x, y.widen()));
+                }
+            }
+            _ => {
+                for i in 0..len as isize {
+                    *o.offset(i * so) = O::put(f(load(a, i * sa), load(b, i * sb)));
+                }
+            }
+        }
+    }
+}
+
+/// One row of `out = f(out, b)` (an in-place op).
+///
+/// # Safety
+/// As for [`row_into`]; `b` does not overlap the output.
+#[inline(always)]
+unsafe fn row_inplace<T: Arith + Sink<T::C>>(
+    o: *mut T,
+    b: Src<T>,
+    [so, _, sb]: [isize; 3],
+    len: usize,
+    f: impl Fn(T::C, T::C) -> T::C,
+) {
+    // SAFETY (whole body): the caller's promise on every pointer and length.
+    unsafe {
+        if T::WIDE {
+            return row_into(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
+        }
+        match b {
+            Src::Mem(pb) if so == 1 && sb == 1 => {
+                for (o, &y) in slice_mut(o, len).iter_mut().zip(slice(pb, len)) {
+                    *o = T::put(f(o.widen(), y.widen()));
+                }
+            }
+            _ if so == 1 && (sb == 0 || matches!(b, Src::Value(_))) => {
+                let y = load(b, 0);
+                for o in slice_mut(o, len) {
+                    *o = T::put(f(o.widen(), y));
+                }
+            }
+            _ => {
+                for i in 0..len as isize {
+                    let p = o.offset(i * so);
+                    *p = T::put(f((*p).widen(), load(b, i * sb)));
+                }
+            }
+        }
+    }
+}
+
+/// Whether the loops can address `t` as elements of `size` bytes: aligned,
+/// whole-element strides.
+pub(crate) fn walkable(t: &Tensor, size: usize, align: usize) -> bool {
+    (t.numel() == 0 || (t.data_ptr() as usize).is_multiple_of(align))
+        && t.layout().element_strides(size).is_some()
+}
+
+/// Whether the loops can write `t`: walkable, and no two indices address
+/// one element (a stride 0 on a longer dimension).
+pub(crate) fn writable(t: &Tensor, size: usize, align: usize) -> bool {
+    walkable(t, size, align)
+        && !t
+            .shape()
+            .iter()
+            .zip(&t.layout().strides)
+            .any(|(&n, &s)| n > 1 && s == 0)
+}
+
+/// An operand of [`map_into`]: a tensor (broadcast to the output, walkable)
+/// or a number.
+#[derive(Clone, Copy)]
+pub(crate) enum Arg<'a> {
+    Tensor(&'a Tensor),
+    Number(Scalar),
+}
+
+fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
+    match arg {
+        Arg::Tensor(t) => {
+            let t = t
+                .broadcast_to(shape)
+                .expect("inputs broadcast to the output");
+            let strides = t
+                .layout()
+                .element_strides(size_of::<T>())
+                .expect("walkable");
+            (Src::Mem(t.data_ptr().cast_const().cast()), strides)
+        }
+        Arg::Number(v) => (Src::Value(T::C::from_scalar(v)), vec![0; shape.len()]),
+    }
+}
+
+/// `out = f(a, b)` over `out`'s shape: `out` (of `O`, writable) overlaps
+/// neither input; tensor inputs (of `T`, walkable) broadcast to it.
+fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
+    out: &Tensor,
+    a: Arg,
+    b: Arg,
+    f: impl Fn(T::C, T::C) -> R + Sync,
+) {
+    let shape = out.shape();
+    let (sa, ka) = source::<T>(a, shape);
+    let (sb, kb) = source::<T>(b, shape);
+    let ko = out
+        .layout()
+        .element_strides(size_of::<O>())
+        .expect("writable");
+    let plan = Plan::new(shape, [&ko, &ka, &kb]);
+    let (po, sa, sb) = (Shared(out.data_ptr().cast::<O>()), Shared(sa), Shared(sb));
+    parallel(out.numel(), |start, end| {
+        let (po, sa, sb) = (po, sa, sb);
+        let inner = plan.inner();
+        plan.walk(start, end, |[oo, oa, ob], len| {
+            let at = |s: Src<T>, off| match s {
+                // SAFETY: the offset of an element of this operand.
+                Src::Mem(p) => Src::Mem(unsafe { p.offset(off) }),
+                v => v,
+            };
+            // SAFETY: the plan keeps every offset inside its tensor; threads
+            // write disjoint ranges of the output.
+            unsafe { row_into(po.0.offset(oo), at(sa.0, oa), at(sb.0, ob), inner, len, &f) }
+        });
+    });
+}
+
+/// `out = f(out, b)` in place; `b` broadcasts to `out` and does not overlap it.
+fn map_inplace<T: Arith + Sink<T::C>>(out: &Tensor, b: Arg, f: impl Fn(T::C, T::C) -> T::C + Sync) {
+    let shape = out.shape();
+    let (sb, kb) = source::<T>(b, shape);
+    let ko = out
+        .layout()
+        .element_strides(size_of::<T>())
+        .expect("writable");
+    let plan = Plan::new(shape, [&ko, &ko, &kb]);
+    let (po, sb) = (Shared(out.data_ptr().cast::<T>()), Shared(sb));
+    parallel(out.numel(), |start, end| {
+        let (po, sb) = (po, sb);
+        let inner = plan.inner();
+        plan.walk(start, end, |[oo, _, ob], len| {
+            let b = match sb.0 {
+                // SAFETY: the offset of an element of b.
+                Src::Mem(p) => Src::Mem(unsafe { p.offset(ob) }),
+                v => v,
+            };
+            // SAFETY: as in map_into.
+            unsafe { row_inplace(po.0.offset(oo), b, inner, len, &f) }
+        });
+    });
+}
+
+macro_rules! binary_dispatch {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+        /// `out = a op b` in `out`'s dtype (see [`map_into`]); `in_place`:
+        /// `a` is `out` itself.
+        fn binary_typed<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
+            match op {
+                $(BinaryOp::$V => {
+                    let f = |x: T::C, y: T::C| Arith::$f(x, y);
+                    if in_place { map_inplace::<T>(out, b, f) } else { map_into::<T, T::C, T>(out, a, b, f) }
+                })*
+            }
+        }
+    };
+}
+crate::binary_ops!(binary_dispatch);
+
+/// `out = a op b`, every tensor of `out`'s dtype; `a` and `b` broadcast to
+/// `out` and are walkable, `out` is writable. `out` overlaps neither input,
+/// unless `in_place`: `a` is `out` itself (and `b` a tensor apart or a number).
+pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
+    with_compute_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op, in_place))
+}
+
+/// `out = a op b` into the bool tensor `out`, `a` and `b` of one dtype
+/// `dtype` (a number rounded to it), as [`binary`] otherwise.
+pub(crate) fn compare(out: &Tensor, a: Arg, b: Arg, dtype: DType, op: CompareOp) {
+    with_compute_element!(dtype, T => {
+        match op {
+            CompareOp::Eq => map_into::<T, bool, bool>(out, a, b, |x, y| x == y),
+            CompareOp::Ne => map_into::<T, bool, bool>(out, a, b, |x, y| x != y),
+            CompareOp::Lt => map_into::<T, bool, bool>(out, a, b, |x, y| x.less(y)),
+            CompareOp::Le => map_into::<T, bool, bool>(out, a, b, |x, y| x.less(y) || x == y),
+            CompareOp::Gt => map_into::<T, bool, bool>(out, a, b, |x, y| y.less(x)),
+            CompareOp::Ge => map_into::<T, bool, bool>(out, a, b, |x, y| y.less(x) || x == y),
+        }
     })
 }
 
-/// `out = a op b` for a comparison: `a` and `b` of one dtype, materialized,
-/// broadcast to the fresh bool tensor `out`.
-pub(crate) fn compare_into(out: &Tensor, a: &Tensor, b: &Tensor, op: CompareOp) {
-    with_compute_element!(a.dtype(), T => {
-        // SAFETY: as in binary_into; out is a fresh bool tensor.
-        let (mut o, va, vb) = unsafe {
-            (view_mut::<bool>(out).unwrap(), view::<T>(a).unwrap(), view::<T>(b).unwrap())
-        };
-        let (va, vb) = (va.broadcast(o.raw_dim()).unwrap(), vb.broadcast(o.raw_dim()).unwrap());
-        Zip::from(&mut o)
-            .and(&va)
-            .and(&vb)
-            .for_each(|o, &x, &y| *o = T::compare(op, x, y));
-    })
+macro_rules! unary_dispatch {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+        /// `out = op(src)` in `out`'s dtype; `in_place`: `src` is `out`.
+        fn unary_typed<T: Arith + Sink<T::C>>(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
+            let zero = Arg::Number(Scalar::Int(0));
+            match op {
+                $(UnaryOp::$V => {
+                    let f = |x: T::C, _: T::C| Arith::$f(x);
+                    if in_place { map_inplace::<T>(out, zero, f) } else { map_into::<T, T::C, T>(out, Arg::Tensor(src), zero, f) }
+                })*
+            }
+        }
+    };
 }
+crate::unary_ops!(unary_dispatch);
 
-/// `out = op(a)`; `out` is fresh and `a` materialized, both of one dtype
-/// (for the magnitude of complex numbers, `out` is of the real dtype).
-pub(crate) fn unary_into(out: &Tensor, a: &Tensor, op: UnaryOp) {
+/// `out = op(src)`; `src` walkable and of `out`'s dtype (for the magnitude
+/// of complex numbers, `out` is of the real dtype), `out` writable and
+/// either `src` itself (`in_place`) or apart from it.
+pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
     // The magnitude in the components' precision (`hypot`), as PyTorch's `abs`.
     macro_rules! magnitudes {
         ($real:ty, $complex:ty) => {{
-            // SAFETY: as in binary_into; out holds the real dtype.
+            // SAFETY: src is walkable and of this dtype, out fresh and real.
             let (mut o, va) = unsafe {
                 (
                     view_mut::<$real>(out).unwrap(),
-                    view::<$complex>(a).unwrap(),
+                    view::<$complex>(src).unwrap(),
                 )
             };
             Zip::from(&mut o).and(&va).for_each(|o, z| *o = z.norm());
         }};
     }
-    match (op, a.dtype()) {
+    match (op, src.dtype()) {
         (UnaryOp::Abs, DType::C64) => return magnitudes!(f32, Complex32),
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         _ => {}
     }
-    with_compute_element!(out.dtype(), T => {
-        // SAFETY: as in binary_into.
-        let (mut o, va) = unsafe { (view_mut::<T>(out).unwrap(), view::<T>(a).unwrap()) };
-        match op {
-            UnaryOp::Neg => Zip::from(&mut o).and(&va).for_each(|o, &x| *o = Arith::neg(x)),
-            UnaryOp::Abs => Zip::from(&mut o).and(&va).for_each(|o, &x| *o = Arith::abs(x)),
-        }
-    })
+    with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))
 }
 
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns
@@ -198,4 +507,31 @@ pub(crate) fn fill(dst: &Tensor, value: Scalar) -> bool {
         d.fill(T::from_scalar(value));
         true
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Plan;
+
+    #[test]
+    fn plans_collapse_contiguous_and_keep_broadcasts_apart() {
+        let p = Plan::new(&[2, 3, 4], [&[12, 4, 1], &[12, 4, 1], &[0, 0, 0]]);
+        assert_eq!((p.shape, p.strides), (vec![24], vec![[1, 1, 0]]));
+        // m + m[0]: b repeats along the first dimension.
+        let p = Plan::new(&[5, 7], [&[7, 1], &[7, 1], &[0, 1]]);
+        assert_eq!(p.shape, vec![5, 7]);
+        let p = Plan::new(&[], [&[], &[], &[]]);
+        assert_eq!(p.shape, vec![1]);
+    }
+
+    #[test]
+    fn walks_cover_each_element_once_from_any_start() {
+        let p = Plan::new(&[3, 5], [&[10, 2], &[5, 1], &[0, 1]]);
+        let mut seen = vec![];
+        p.walk(4, 13, |off, len| seen.push((off, len)));
+        assert_eq!(
+            seen,
+            vec![([8, 4, 4], 1), ([10, 5, 0], 5), ([20, 10, 0], 3)]
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! CUDA's implementation of [`Backend`] and [`Accelerator`]: kernels from
-//! `kernels.rs`, copies from `transfer.rs`, devices from `runtime.rs`.
+//! `kernels/`, copies from `transfer.rs`, devices from `runtime.rs`.
 
 use super::runtime::{self, gpu_of};
 use super::{kernels, library, memory, stream, transfer};
@@ -32,7 +32,6 @@ impl Backend for Cuda {
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {
         match op {
-            UnaryOp::Abs => kernels::abs(out, src),
             // -x is x * -1 in every dtype (wrapping for unsigned ones, as in PyTorch).
             UnaryOp::Neg => kernels::binary(
                 out,
@@ -43,6 +42,7 @@ impl Backend for Cuda {
                 },
                 BinaryOp::Mul,
             ),
+            op => kernels::unary(out, src, op),
         }
     }
 

@@ -54,13 +54,9 @@ fn check_integer_power(op: BinaryOp, dtype: DType, exponent: &Operand) -> Result
     Ok(())
 }
 
-/// The dtype an op computes and returns in: true division of integers and
-/// bools gives the default float type.
+/// The dtype an op computes and returns in: its row's promotion rule.
 fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
-    match promoted.category() {
-        Category::Bool | Category::Integral if op == BinaryOp::Div => DType::DEFAULT_FLOAT,
-        _ => promoted,
-    }
+    op.promotion().apply(promoted)
 }
 
 /// A Python number as the backend gets it: on the left of `-` or `/` it is
@@ -86,6 +82,13 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     check_computable(op.name(), dtype, device)?;
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
+    if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && dtype.is_complex() {
+        bail!(
+            WrongType,
+            "{} not implemented for complex tensors.",
+            op.name()
+        );
+    }
     let number = |s, left| number(s, dtype, op, left);
     elementwise(a, b, dtype, number, |lhs, rhs, shape| {
         let out = Tensor::empty(&shape, dtype, device)?;
@@ -215,6 +218,37 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
     let out = Tensor::empty(a.shape(), a.dtype().to_real(), a.device())?;
     backend::of(a.device()).unary(&out, a, UnaryOp::Abs)?;
     Ok(out)
+}
+
+/// `op(a)` for a unary op of the table: a new tensor of the dtype the op's
+/// promotion gives (integers and bools become float for `exp`).
+pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
+    let dtype = op.promotion().apply(a.dtype());
+    check_computable(op.name(), dtype, a.device())?;
+    let src = a.to_dtype(dtype)?;
+    let out = Tensor::empty(a.shape(), dtype, a.device())?;
+    backend::of(a.device()).unary(&out, &src, op)?;
+    Ok(out)
+}
+
+/// `dst = op(dst)` in dst's memory (`exp_()`): refused where the op's
+/// dtype cannot be cast back to dst's, as PyTorch does.
+pub fn unary_(dst: &Tensor, op: UnaryOp) -> Result<()> {
+    let dtype = op.promotion().apply(dst.dtype());
+    check_computable(op.name(), dtype, dst.device())?;
+    if !DType::can_cast(dtype, dst.dtype()) {
+        bail!(
+            InvalidOperation,
+            "result type {} can't be cast to the desired output type {}",
+            dtype.scalar_type_name(),
+            dst.dtype().scalar_type_name()
+        );
+    }
+    dst.ensure_writable()?;
+    if dtype != dst.dtype() {
+        return dst.copy_(&unary(dst, op)?);
+    }
+    backend::of(dst.device()).unary(dst, dst, op)
 }
 
 /// `a op b` for a comparison, as a bool tensor: both sides promoted to

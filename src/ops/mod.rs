@@ -12,7 +12,7 @@ mod arith;
 mod range;
 mod reduce;
 
-pub use arith::{abs, binary, binary_, compare, neg};
+pub use arith::{abs, binary, binary_, compare, neg, unary, unary_};
 pub use range::{arange, eye};
 pub use reduce::{Reduced, amax, amin, max, max_dim, mean, min, min_dim, sum};
 

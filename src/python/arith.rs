@@ -15,8 +15,8 @@ use super::dtype::extract_opt_dtype;
 use super::errors::{IntoPyResult, type_name};
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
-use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor};
-use pyo3::exceptions::PyTypeError;
+use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor, UnaryOp};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
@@ -182,6 +182,71 @@ pub(crate) fn compare(
 /// `abs(t)`, `t.abs()`: the magnitude (real for complex input).
 pub(crate) fn abs(this: &PyTensor, py: Python<'_>) -> PyResult<PyTensor> {
     this.compute(py, ops::abs)
+}
+
+/// The ops whose Python entry points come from their rows (`generated` in
+/// `backend.rs`'s tables): `(name, "unary" | "binary")`, for
+/// `dlbridge/__init__.py` to install as methods and functions.
+#[pyfunction]
+pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str)> {
+    let unary = UnaryOp::ALL.iter().filter(|op| op.generated());
+    let binary = BinaryOp::ALL.iter().filter(|op| op.generated());
+    unary
+        .map(|op| (op.name(), "unary"))
+        .chain(binary.map(|op| (op.name(), "binary")))
+        .collect()
+}
+
+fn generated<Op: Copy>(
+    all: &[Op],
+    name: &str,
+    of: impl Fn(Op) -> (&'static str, bool),
+) -> PyResult<Op> {
+    all.iter()
+        .copied()
+        .find(|&op| of(op) == (name, true))
+        .ok_or_else(|| PyValueError::new_err(format!("no generated op named {name:?}")))
+}
+
+/// `t.name()` for a generated unary op (`exp`).
+pub(crate) fn unary(this: &PyTensor, py: Python<'_>, name: &str) -> PyResult<PyTensor> {
+    let op = generated(UnaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+    this.compute(py, |t| ops::unary(t, op))
+}
+
+/// `t.name_()` for a generated unary op (`exp_`).
+pub(crate) fn unary_<'py>(
+    slf: &Bound<'py, PyTensor>,
+    name: &str,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let op = generated(UnaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+    slf.get().check_inplace()?;
+    let dst = &slf.get().inner;
+    maybe_detach(slf.py(), dst.numel(), || ops::unary_(dst, op)).py()?;
+    Ok(slf.clone())
+}
+
+/// `t.name(other)` for a generated binary op (`maximum`): `other` must be a
+/// tensor, as PyTorch's.
+pub(crate) fn binary_named(
+    this: &PyTensor,
+    py: Python<'_>,
+    name: &str,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let op = generated(BinaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+    let r = match rhs(other)? {
+        Some(r @ Rhs::Tensor(..)) => r,
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "{name}(): argument 'other' (position 1) must be Tensor, not {}",
+                type_name(other)
+            )));
+        }
+    };
+    let rg = matches!(r, Rhs::Tensor(_, true));
+    let out = apply(py, &this.inner, &r, false, |x, y| ops::binary(x, y, op));
+    Ok(PyTensor::with_grad(out.py()?, this.requires_grad() || rg))
 }
 
 /// The `dim=` of a reduction: `None` (every dimension), an int, or a tuple

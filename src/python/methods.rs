@@ -472,6 +472,21 @@ impl PyTensor {
         arith::abs(self, py)
     }
 
+    // ----- the ops generated from backend.rs's tables (installed under their
+    // names by dlbridge/__init__.py) -----
+
+    fn _unary(&self, py: Python<'_>, name: &str) -> PyResult<PyTensor> {
+        arith::unary(self, py, name)
+    }
+
+    fn _unary_<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, Self>> {
+        arith::unary_(slf, name)
+    }
+
+    fn _binary(&self, py: Python<'_>, name: &str, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        arith::binary_named(self, py, name, other)
+    }
+
     // ----- powers -----
 
     fn __pow__(

@@ -69,6 +69,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cuda::register(m)?;
     sharing::register(m)?;
     m.add_function(wrap_pyfunction!(exchange_api::exchange_api_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(arith::_generated_ops, m)?)?;
     Ok(())
 }
 

@@ -2053,6 +2053,40 @@ static void test_neg_sum_item(void) {
 
 /* Every NULL argument of every function, in one place (most are also
  * checked next to the function's other tests). */
+static void test_ops_by_name(void) {
+  begin("ops_by_name");
+  int64_t s3[1] = {3};
+  double v[3] = {1, 4, 9}, w[3] = {2, 2, 10};
+  dlb_tensor *i32 = as(f64_tensor(1, s3, v), I32), *b = f64_tensor(1, s3, w), *out = SENTINEL;
+  /* Any unary row by its name: integers promote to float32 for sqrt. */
+  CHECK_OK(dlb_unary_op("sqrt", i32, &out));
+  CHECK(same_dtype(dtype_of(out), F32) && shape_is(out, 1, s3));
+  {
+    double want[3] = {1, 2, 3};
+    CHECK(values_are(out, want, 3));
+  }
+  dlb_free(out);
+  /* Any binary row: promotion (int32 with float64 gives float64) and broadcasting rules of dlb_binary. */
+  out = SENTINEL;
+  CHECK_OK(dlb_binary_op("maximum", i32, b, &out));
+  CHECK(same_dtype(dtype_of(out), F64));
+  {
+    double want[3] = {2, 4, 10};
+    CHECK(values_are(out, want, 3));
+  }
+  dlb_free(out);
+  out = SENTINEL;
+  CHECK_ERR(dlb_unary_op("no_such_op", i32, &out), DLB_ERR_INVALID_ARGUMENT);
+  CHECK_MSG("no elementwise op named");
+  CHECK_ERR(dlb_binary_op("exp", i32, b, &out), DLB_ERR_INVALID_ARGUMENT);
+  CHECK_ERR(dlb_unary_op(NULL, i32, &out), DLB_ERR_NULL_POINTER);
+  CHECK_ERR(dlb_binary_op("maximum", NULL, b, &out), DLB_ERR_NULL_POINTER);
+  CHECK_ERR(dlb_unary_op("exp", i32, NULL), DLB_ERR_NULL_POINTER);
+  CHECK(out == SENTINEL);
+  dlb_free(i32);
+  dlb_free(b);
+}
+
 static void test_null_pointers(void) {
   begin("null_pointers");
   int64_t s2[1] = {2};
@@ -2199,6 +2233,7 @@ int main(void) {
   test_in_place();
   test_fill();
   test_neg_sum_item();
+  test_ops_by_name();
   test_null_pointers();
 
   if (g_failures) {

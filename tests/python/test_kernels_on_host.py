@@ -135,15 +135,21 @@ def random_array(tag, n, rng, low=None, high=None, nonzero=False):
 def reference(op, x, y):
     """NumPy's same-dtype result (integers wrap; bool add = or, mul = and)."""
     if x.dtype == np.bool_:
-        return {"add": np.logical_or, "mul": np.logical_and}[op](x, y)
+        return {"add": np.logical_or, "mul": np.logical_and, **MINMAX_BOOL}[op](x, y)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}[op](x, y).astype(x.dtype)
+        return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+                **MINMAX}[op](x, y).astype(x.dtype)
+
+
+# The generated binary rows of src/backend.rs with a kernel: NumPy's function (NaN wins, as torch's).
+MINMAX = {"maximum": np.maximum, "minimum": np.minimum}
+MINMAX_BOOL = {"maximum": np.logical_or, "minimum": np.logical_and}
 
 
 def ops_for(tag):
     if tag == "b8":
-        return ["add", "mul"]
-    return ["add", "sub", "mul"] + (["div"] if tag in FLOATS else [])
+        return ["add", "mul", *MINMAX]
+    return ["add", "sub", "mul", *MINMAX] + (["div"] if tag in FLOATS else [])
 
 
 BINARY_CASES = [(tag, op) for tag in TAGS for op in ops_for(tag)]
@@ -172,6 +178,17 @@ def test_binary_contiguous_tensors_and_scalars(lib, tag, op, n):
                     ctypes.c_int(wide)]
             run(lib["elementwise"], name, args, grid=(3, 4) if n > 100 else (1, 1))
             assert_same(out, want)
+
+
+@pytest.mark.parametrize("op", list(MINMAX))
+@pytest.mark.parametrize("tag", FLOATS)
+def test_minmax_kernels_let_nan_win_from_either_side(lib, op, tag):
+    a = np.array([np.nan, 1.0, np.nan, -np.inf, 2.0, np.inf], dtype=np.float64).astype(TAGS[tag])
+    b = np.array([1.0, np.nan, np.nan, np.inf, -3.0, 5.0], dtype=np.float64).astype(TAGS[tag])
+    out = np.zeros(a.size, dtype=TAGS[tag])
+    args = [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)]
+    run(lib["elementwise"], f"dlb_{op}_contig_{tag}", args)
+    assert_same(out, MINMAX[op](a, b))
 
 
 def test_binary_wide_path_leaves_no_tail_behind(lib):
@@ -307,7 +324,7 @@ def test_copy_strided_and_fill(lib, width, dt):
 
 
 class Rows(ctypes.Structure):
-    """struct Rows of kernels/reduce.cu (src/cuda/kernels.rs fills it)."""
+    """struct Rows of kernels/reduce.cu (src/cuda/kernels/reduce.rs fills it)."""
     _fields_ = [("rows", ctypes.c_int64), ("run", ctypes.c_int64), ("elem_stride", ctypes.c_int64),
                 ("splits", ctypes.c_int64), ("chunk", ctypes.c_int64)]
 
@@ -669,11 +686,38 @@ def test_abs_of_a_transposed_matrix(lib):
     np.testing.assert_array_equal(out, np.abs(t))
 
 
+# --------------------------------------------------------------------------- unary math
+
+# The math kernels of elementwise.cu (rows of unary_ops! in src/backend.rs): name -> NumPy's.
+MATH = {"exp": np.exp, "sqrt": np.sqrt, "log": np.log}
+MATH_RTOL = {"f16": 1e-3, "bf16": 8e-3, "f32": 2e-6, "f64": 1e-14}
+
+
+@pytest.mark.parametrize("name", list(MATH))
+@pytest.mark.parametrize("tag", FLOATS)
+def test_unary_math_kernels_compute_in_float_and_round_once(lib, name, tag):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([special_values(tag), random_array(tag, 60, rng)])
+    with np.errstate(all="ignore"):
+        wide = np.float64 if tag == "f64" else np.float32
+        want = cpu_round(MATH[name](x.astype(np.float64).astype(wide)).astype(np.float64), tag)
+    for src in (x, x[::2]):
+        out = np.full(src.size, 7, dtype=TAGS[tag])
+        ix = indexer((src.size,), [1], estrides(src))
+        run(lib["elementwise"], f"dlb_{name}_{tag}", [ptr(out), ptr(src), ctypes.c_int64(src.size), ix], grid=(2, 2))
+        np.testing.assert_allclose(out.astype(np.float64), want[:: x.size // src.size][: src.size].astype(np.float64),
+                                   rtol=MATH_RTOL[tag], equal_nan=True)
+    inplace = x.copy()  # out == src
+    ix = indexer((x.size,), [1], [1])
+    run(lib["elementwise"], f"dlb_{name}_{tag}", [ptr(inplace), ptr(inplace), ctypes.c_int64(x.size), ix])
+    np.testing.assert_allclose(inplace.astype(np.float64), want.astype(np.float64), rtol=MATH_RTOL[tag], equal_nan=True)
+
+
 # --------------------------------------------------------------------------- reductions over dims
 
 
 def collapse(shape, strides):
-    """src/cuda/kernels.rs's indexer() for one operand: size-1 dimensions dropped, neighbours
+    """src/cuda/kernels/mod.rs's indexer() for one operand: size-1 dimensions dropped, neighbours
     contiguous in memory merged. [(size, stride)], outermost first."""
     dims = []
     for size, st in reversed(list(zip(shape, strides))):
@@ -687,7 +731,7 @@ def collapse(shape, strides):
 
 
 def runs_of(x, kept, reduced):
-    """src/cuda/kernels.rs's runs_of: the kept dimensions as an indexer, the reduced ones as
+    """src/cuda/kernels/reduce.rs's runs_of: the kept dimensions as an indexer, the reduced ones as
     one stride, or None when they do not merge."""
     st = estrides(x)
     red = collapse([x.shape[d] for d in reduced], [st[d] for d in reduced])
@@ -706,7 +750,7 @@ def out_tag(op, tag):
 
 
 def reduce_on_host(lib, op, tag, x, dims, kernel, splits=1, wide=1):
-    """What src/cuda/kernels.rs's reduce() launches, with `kernel` ('block' or 'thread') and
+    """What src/cuda/kernels/reduce.rs's reduce() launches, with `kernel` ('block' or 'thread') and
     each run cut into about `splits` pieces (dlb_reduce_final_* folds them). Returns the
     values (shaped like the kept dimensions) and the indices (max and min)."""
     kept = [d for d in range(x.ndim) if d not in dims]

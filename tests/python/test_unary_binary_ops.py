@@ -1,0 +1,222 @@
+"""The ops generated from the op tables of src/backend.rs (maximum, minimum, exp, log,
+sqrt) and the generic elementwise loops under every op, against PyTorch: every dtype,
+odd sizes, strided, broadcast and in-place operands, NaN and infinities."""
+
+import math
+
+import pytest
+import torch
+
+import dlbridge as db
+
+REAL = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+COMPLEX = ["complex64", "complex128"]
+SIZES = [0, 1, 7, 255, 257, 1023, 40_003]  # 40_003: past the threads' threshold, odd
+SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 3e38]
+
+UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
+BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
+
+
+def sample(dtype, shape, seed):
+    """A torch tensor of `dtype` with NaN, infinities, signed zeros and values around them."""
+    g = torch.Generator().manual_seed(seed)
+    td = getattr(torch, dtype)
+    n = math.prod(shape)
+    if dtype == "bool":
+        return torch.rand(shape, generator=g) > 0.5
+    if td.is_complex:
+        re = sample("float64", shape, seed)
+        im = sample("float64", shape, seed + 1).flip(-1) if shape else sample("float64", shape, seed + 1)
+        return torch.complex(re, im).to(td)
+    if td.is_floating_point:
+        x = torch.randn(n, generator=g, dtype=torch.float64) * 8
+        k = min(n, len(SPECIALS))
+        x[:k] = torch.tensor(SPECIALS[:k], dtype=torch.float64)
+        x = x[torch.randperm(n, generator=g)] if n else x
+        return x.to(td).reshape(shape)
+    info = torch.iinfo(td)
+    lo, hi = max(info.min, -120), min(info.max, 120)
+    x = torch.randint(lo, hi + 1, (n,), generator=g, dtype=torch.int64)
+    if n >= 2:
+        x[0], x[1] = info.min, info.max
+    return x.to(td).reshape(shape)
+
+
+def to_db(t):
+    return db.from_dlpack(t.clone())
+
+
+def to_torch(t):
+    return torch.from_dlpack(t)
+
+
+def same(got, want):
+    got = to_torch(got)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape
+    if want.is_floating_point() or want.is_complex():
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=None, atol=None)
+    else:
+        assert torch.equal(got, want)
+
+
+def unary_supported(name, dtype):
+    """Whether torch computes `name` for `dtype` on the CPU (dlbridge then must as well)."""
+    try:
+        getattr(torch, name)(sample(dtype, (2,), 0))
+        return True
+    except (RuntimeError, TypeError):
+        return False
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_unary_matches_torch_for_every_dtype_and_size(name, dtype):
+    for n in SIZES:
+        x = sample(dtype, (n,), n)
+        if not unary_supported(name, dtype):
+            with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+                getattr(to_db(x), name)()
+            return
+        want = getattr(torch, name)(x)
+        same(getattr(to_db(x), name)(), want)
+        same(getattr(db, name)(to_db(x)), want)
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
+def test_unary_of_strided_views(name, dtype):
+    x = sample(dtype, (37, 41), 3)
+    for view in (lambda t: t[::2, 1::3], lambda t: t.t(), lambda t: t[5]):
+        same(getattr(view(to_db(x)), name)(), getattr(torch, name)(view(x)))
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_unary_in_place_writes_the_memory_views_share(name, dtype):
+    for n in (7, 40_003):
+        x = sample(dtype, (n,), 5)
+        t = to_db(x)
+        alias = torch.from_dlpack(t)
+        assert getattr(t, name + "_")() is t
+        want = getattr(torch, name)(x)
+        same(t, want)
+        torch.testing.assert_close(alias, want, equal_nan=True)
+    # A strided view in place: only its elements change.
+    x = sample(dtype, (9, 8), 6)
+    t = to_db(x)
+    getattr(t[1::2, ::3], name + "_")()
+    want = x.clone()
+    getattr(want[1::2, ::3], name + "_")()
+    same(t, want)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_in_place_refuses_integer_tensors_as_torch(name):
+    x = torch.arange(4, dtype=torch.int64)
+    with pytest.raises(RuntimeError) as theirs:
+        getattr(x.clone(), name + "_")()
+    with pytest.raises(RuntimeError) as ours:
+        getattr(to_db(x), name + "_")()
+    assert str(ours.value) == str(theirs.value)
+
+
+def binary_supported(name, dtype):
+    try:
+        getattr(torch, name)(sample(dtype, (2,), 0), sample(dtype, (2,), 1))
+        return True
+    except (RuntimeError, TypeError):
+        return False
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_binary_matches_torch_for_every_dtype_and_size(name, dtype):
+    for n in SIZES:
+        a, b = sample(dtype, (n,), n), sample(dtype, (n,), n + 1)
+        if not binary_supported(name, dtype):
+            with pytest.raises((RuntimeError, TypeError, NotImplementedError)) as ours:
+                getattr(to_db(a), name)(to_db(b))
+            return
+        want = getattr(torch, name)(a, b)
+        same(getattr(to_db(a), name)(to_db(b)), want)
+        same(getattr(db, name)(to_db(a), to_db(b)), want)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_nan_propagates_from_either_side(name):
+    a = torch.tensor([math.nan, 1.0, math.nan, -math.inf, 0.0, -0.0])
+    b = torch.tensor([1.0, math.nan, math.nan, math.inf, -0.0, 0.0])
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        x, y = a.to(getattr(torch, dtype)), b.to(getattr(torch, dtype))
+        same(getattr(to_db(x), name)(to_db(y)), getattr(torch, name)(x, y))
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64", "uint8"])
+def test_binary_broadcasts_promotes_and_reads_strided_views(name, dtype):
+    m = sample(dtype, (30, 40), 7)
+    cases = [
+        (m, m[0]),
+        (m[:, :1], m[0]),
+        (m[::2, ::2], m[1::2, 1::2]),
+        (m[:, :30].t(), m[:30, :30]),
+        (m, sample("float64", (40,), 8)),  # promotion to float64
+        (m, torch.tensor(2, dtype=getattr(torch, dtype))),  # a zero-dim tensor
+    ]
+    for a, b in cases:
+        same(getattr(to_db(a), name)(to_db(b)), getattr(torch, name)(a, b))
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_takes_only_tensors_as_torch(name):
+    t = to_db(torch.ones(3))
+    with pytest.raises(TypeError) as theirs:
+        getattr(torch.ones(3), name)(2)
+    with pytest.raises(TypeError) as ours:
+        getattr(t, name)(2)
+    assert str(ours.value) == str(theirs.value)
+
+
+# ----- the generic loops under the older ops: layouts and half precision
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32", "uint8", "bool"])
+def test_arithmetic_in_every_layout_matches_torch(dtype):
+    m = sample(dtype, (33, 65), 11)
+    b = sample(dtype, (33, 65), 12)
+    ops = [lambda x, y: x + y, lambda x, y: x * y]
+    if dtype != "bool":
+        ops.append(lambda x, y: x - y)
+    for op in ops:
+        for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[::2, 1::3]), (m.t(), b.t()), (m[:, :1], b[0])]:
+            same(op(to_db(a2), to_db(b2)), op(a2, b2))
+    # Numbers on either side, in place on a strided view.
+    if dtype != "bool":
+        same(to_db(m) * 3, m * 3)
+        same(3 - to_db(m), 3 - m)
+        t = to_db(m)
+        t[1::2, ::4].add_(5)
+        want = m.clone()
+        want[1::2, ::4].add_(5)
+        same(t, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_rounds_once_against_a_float32_number(dtype):
+    x = sample(dtype, (40_003,), 13)
+    same(to_db(x) * 0.1, x * 0.1)
+    t = to_db(x)
+    t.mul_(0.1)
+    same(t, x * 0.1)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int64", "uint8"])
+def test_comparisons_in_every_layout_match_torch(dtype):
+    m = sample(dtype, (33, 65), 14)
+    b = sample(dtype, (33, 65), 15)
+    for a2, b2 in [(m, b), (m, b[0]), (m[::2, ::3], b[::2, 1::3]), (m.t(), b.t())]:
+        for op in (lambda x, y: x < y, lambda x, y: x >= y, lambda x, y: x == y):
+            same(op(to_db(a2), to_db(b2)), op(a2, b2))
+    same(to_db(m) <= 1, m <= 1)
