@@ -32,7 +32,7 @@ pub(crate) fn binary(
     reflected: bool,
 ) -> PyResult<Py<PyAny>> {
     let Some(r) = rhs(other)? else {
-        refuse_foreign(other, op.name())?;
+        refuse_foreign(other, op.name(), reflected)?;
         return Ok(py.NotImplemented());
     };
     let rg = matches!(r, Rhs::Tensor(_, true));
@@ -49,15 +49,20 @@ pub(crate) fn binary(
 /// PyTorch refuses a JAX array in `+`, dlbridge does not import foreign
 /// tensors behind an operator (the result's framework would depend on the
 /// operand order, and a copy or a device move would hide there).
-fn refuse_foreign(other: &Bound<'_, PyAny>, op: &str) -> PyResult<()> {
+fn refuse_foreign(other: &Bound<'_, PyAny>, op: &str, reflected: bool) -> PyResult<()> {
     if other.hasattr(pyo3::intern!(other.py(), "__dlpack__"))? {
         let ty = other.get_type();
+        let theirs = format!("'{}.{}'", ty.module()?, ty.qualname()?);
+        let ours = "'dlbridge.Tensor'".to_owned();
+        let (a, b) = if reflected {
+            (theirs, ours)
+        } else {
+            (ours, theirs)
+        };
         return Err(PyTypeError::new_err(format!(
-            "unsupported operand type(s) for {op}: 'dlbridge.Tensor' and '{}.{}': dlbridge computes \
-             with its own tensors, NumPy arrays and numbers; import the other tensor first, \
-             zero-copy: dlbridge.from_dlpack(x)",
-            ty.module()?,
-            ty.qualname()?
+            "unsupported operand type(s) for {op}: {a} and {b}: dlbridge computes with its own \
+             tensors, NumPy arrays and numbers; import the other tensor first, zero-copy: \
+             dlbridge.from_dlpack(x)"
         )));
     }
     Ok(())
@@ -93,7 +98,7 @@ pub(crate) fn binary_inplace(
 ) -> PyResult<()> {
     this.check_inplace()?;
     if rhs(other)?.is_none() {
-        refuse_foreign(other, op.name())?;
+        refuse_foreign(other, op.name(), false)?;
     }
     let r = rhs(other)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
@@ -189,7 +194,7 @@ pub(crate) fn compare(
     named: bool,
 ) -> PyResult<Py<PyAny>> {
     let Some(r) = rhs(other)? else {
-        refuse_foreign(other, op.name())?;
+        refuse_foreign(other, op.name(), false)?;
         if named {
             return Err(PyTypeError::new_err(format!(
                 "{}(): argument 'other' must be Tensor or Number, not {}",

@@ -132,6 +132,18 @@ impl Item {
 /// and a 0-d bool one a scalar bool, as in PyTorch.
 fn index_tensor(item: &Bound<'_, PyAny>) -> PyResult<Option<Item>> {
     let py = item.py();
+    // NumPy's integer and bool scalars (`np.int64(1)`, `np.True_`).
+    if super::args::is_numpy_scalar(item)? {
+        return Ok(match super::args::to_scalar(item)? {
+            Some(crate::Scalar::Int(i)) => Some(Item::Basic(Selection::Index(i as isize))),
+            Some(crate::Scalar::Bool(b)) => Some(Item::Basic(if b {
+                Selection::NewAxis
+            } else {
+                Selection::EmptyAxis
+            })),
+            _ => None,
+        });
+    }
     let t = if let Ok(t) = item.cast::<PyTensor>() {
         t.get().inner.clone()
     } else if super::numpy::is_ndarray(item) {

@@ -244,3 +244,11 @@ def test_strided_views_and_large_masks():
     np.testing.assert_array_equal(np.asarray(t[m]), big[:, ::2][big[:, ::2] > 0.5])
     t[m] = 0.0
     assert not (big[:, ::2] > 0.5).any()
+
+
+def test_numpy_scalars_and_0d_arrays_index_as_integers_and_bools():
+    d, t = pair((2, 3))
+    for key in [np.int64(1), np.int32(-1), np.array(1), (slice(None), np.int16(2)), np.True_, np.False_]:
+        # torch refuses NumPy's bool scalars; dlbridge reads them as Python's bools
+        tkey = torch.tensor(key) if isinstance(key, np.ndarray) else bool(key) if isinstance(key, np.bool_) else key
+        same(d[key], t[tkey])

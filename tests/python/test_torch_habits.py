@@ -306,6 +306,16 @@ def test_jax_operand_says_from_dlpack():
         db.ones(2) + jnp.ones(2)
 
 
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "**"])
+def test_foreign_tensor_on_the_left_gets_the_same_hint(op):
+    import jax.numpy as jnp
+
+    t = db.ones(2)
+    for x in (torch.ones(2), jnp.ones(2)):
+        with pytest.raises(TypeError, match=r"for \w+: '[\w.]+' and 'dlbridge\.Tensor'.*dlbridge\.from_dlpack\(x\)"):
+            eval(f"x {op} t")
+
+
 def test_numpy_operands_compute_both_ways_as_torch_does():
     t = db.ones(2)
     a = np.full(2, 2.0)
