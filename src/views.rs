@@ -263,6 +263,49 @@ impl Tensor {
         sizes.extend(shape[e + 1..].iter().map(|&x| x as i64));
         self.reshape(&sizes)
     }
+
+    /// `squeeze()`: every size-1 dimension dropped; `squeeze(dims)`: those
+    /// of `dims` that have size 1 (others stay, as in PyTorch 2.x).
+    pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Tensor> {
+        let l = self.layout();
+        let n = self.ndim();
+        let mut drop = vec![false; n];
+        match dims {
+            None => (0..n).for_each(|d| drop[d] = l.shape[d] == 1),
+            Some(ds) => {
+                let mut seen = vec![false; n.max(1)];
+                for &d in ds {
+                    let w = wrap_dim(d, n)?;
+                    if std::mem::replace(&mut seen[w], true) {
+                        bail!(
+                            InvalidOperation,
+                            "dim {w} appears multiple times in the list of dims"
+                        );
+                    }
+                    if w < n {
+                        drop[w] = l.shape[w] == 1;
+                    }
+                }
+            }
+        }
+        let keep = (0..n).filter(|&d| !drop[d]);
+        Ok(self.restrided(
+            keep.clone().map(|d| l.shape[d]).collect(),
+            keep.map(|d| l.strides[d]).collect(),
+        ))
+    }
+
+    /// `mT`: the last two dimensions swapped (a batch of matrices transposed).
+    pub fn matrix_transpose(&self, name: &str) -> Result<Tensor> {
+        if self.ndim() < 2 {
+            bail!(
+                InvalidOperation,
+                "tensor.{name} is only supported on matrices or batches of matrices. Got {}-D tensor.",
+                self.ndim()
+            );
+        }
+        self.transpose(-2, -1)
+    }
 }
 
 #[cfg(test)]

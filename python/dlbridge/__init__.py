@@ -9,6 +9,8 @@ from . import _core, cuda, return_types
 from ._core import (
     Tensor,
     arange,
+    as_tensor,
+    asarray,
     bfloat16,
     bool,
     cdouble,
@@ -88,7 +90,7 @@ class Size(tuple):
     def __repr__(self) -> str:
         return f"dlbridge.Size({list(self)!r})"
 
-    def numel(self) -> "builtins.int":
+    def numel(self) -> "_builtins.int":
         n = 1
         for d in self:
             n *= d
@@ -114,7 +116,7 @@ def _dtype_by_name(name: str) -> dtype:
     return getattr(_core, name)
 
 
-import builtins  # noqa: E402  (after the dtype names that shadow builtins)
+import builtins as _builtins  # noqa: E402  (after the dtype names that shadow builtins)
 
 __all__ = [
     "Size", "Tensor", "arange", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
@@ -126,7 +128,14 @@ __all__ = [
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
     "abs", "pow", "sum", "mean", "max", "min", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge",
+    "as_tensor", "asarray", "all", "any", "argmax", "argmin", "squeeze",
 ]
+
+
+def __dir__() -> "list[str]":
+    """``dir(dlbridge)``: the public API (``__all__``) and ``__version__``, no
+    private modules or helpers."""
+    return sorted([*__all__, "__version__"])
 
 
 # ----- the functional forms of Tensor methods, as torch.abs(t), torch.sum(t, 0), ...
@@ -158,6 +167,11 @@ lt = _functional("lt")
 le = _functional("le")
 gt = _functional("gt")
 ge = _functional("ge")
+all = _functional("all")
+any = _functional("any")
+argmax = _functional("argmax")
+argmin = _functional("argmin")
+squeeze = _functional("squeeze")
 
 
 # ----- the ops generated from the op tables of src/backend.rs: t.exp(), t.exp_(),

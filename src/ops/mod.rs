@@ -6,13 +6,19 @@
 //! - `mod.rs`: operands, `result_type`, where an op runs;
 //! - `arith.rs`: arithmetic, powers, comparisons, `neg`, `abs`;
 //! - `reduce.rs`: `sum`, `mean`, `max`, `min`, `amax`, `amin`;
-//! - `range.rs`: `arange`, `eye`.
+//! - `range.rs`: `arange`, `eye`;
+//! - `derived.rs`: `all`, `any`, `argmax`, `argmin`, `conj_physical`, from the ops above;
+//! - `index.rs`: advanced indexing (index tensors, masks), read and write.
 
 mod arith;
+mod derived;
+mod index;
 mod range;
 mod reduce;
 
 pub use arith::{abs, binary, binary_, compare, neg, unary, unary_};
+pub use derived::{all, any, argmax, argmin, conj_physical};
+pub use index::{AdvancedIndex, index_gather, index_put};
 pub use range::{arange, eye};
 pub use reduce::{Reduced, amax, amin, max, max_dim, mean, min, min_dim, sum};
 

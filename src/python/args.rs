@@ -10,7 +10,7 @@
 //! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use super::device::{extract_device, extract_opt_device};
-use super::dtype::{PyDType, extract_opt_dtype};
+use super::dtype::{PyDType, extract_opt_dtype, foreign_dtype};
 use super::errors::type_name;
 use super::tensor::PyTensor;
 use crate::{DType, Device, Scalar, Tensor};
@@ -171,6 +171,9 @@ pub(crate) fn to_target(
         } else if let Ok(t) = arg.cast::<PyTensor>() {
             device = Some(t.get().inner.device());
             dtype = Some(t.get().inner.dtype());
+        } else if let Some(d) = foreign_dtype(&arg)? {
+            // `to(torch.float16)`, `to(np.float32)`: another framework's dtype.
+            dtype = Some(d);
         } else if arg.is_instance_of::<PyBool>() {
             // to(device, dtype, non_blocking, copy): positional flags.
             continue;

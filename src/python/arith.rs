@@ -32,6 +32,7 @@ pub(crate) fn binary(
     reflected: bool,
 ) -> PyResult<Py<PyAny>> {
     let Some(r) = rhs(other)? else {
+        refuse_foreign(other, op.name(), reflected)?;
         return Ok(py.NotImplemented());
     };
     let rg = matches!(r, Rhs::Tensor(_, true));
@@ -41,6 +42,30 @@ pub(crate) fn binary(
         PyTensor::with_grad(out.py()?, this.requires_grad() || rg),
     )?
     .into_any())
+}
+
+/// Another framework's tensor (any DLPack producer that is not an ndarray)
+/// as an operand: a `TypeError` that says how to bring it in, zero-copy. As
+/// PyTorch refuses a JAX array in `+`, dlbridge does not import foreign
+/// tensors behind an operator (the result's framework would depend on the
+/// operand order, and a copy or a device move would hide there).
+fn refuse_foreign(other: &Bound<'_, PyAny>, op: &str, reflected: bool) -> PyResult<()> {
+    if other.hasattr(pyo3::intern!(other.py(), "__dlpack__"))? {
+        let ty = other.get_type();
+        let theirs = format!("'{}.{}'", ty.module()?, ty.qualname()?);
+        let ours = "'dlbridge.Tensor'".to_owned();
+        let (a, b) = if reflected {
+            (theirs, ours)
+        } else {
+            (ours, theirs)
+        };
+        return Err(PyTypeError::new_err(format!(
+            "unsupported operand type(s) for {op}: {a} and {b}: dlbridge computes with its own \
+             tensors, NumPy arrays and numbers; import the other tensor first, zero-copy: \
+             dlbridge.from_dlpack(x)"
+        )));
+    }
+    Ok(())
 }
 
 /// `f(a, r)` (`f(r, a)` when `reflected`), without the GIL when the
@@ -72,6 +97,9 @@ pub(crate) fn binary_inplace(
     op: BinaryOp,
 ) -> PyResult<()> {
     this.check_inplace()?;
+    if rhs(other)?.is_none() {
+        refuse_foreign(other, op.name(), false)?;
+    }
     let r = rhs(other)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
             "unsupported operand type for in-place arithmetic: '{}'",
@@ -166,6 +194,7 @@ pub(crate) fn compare(
     named: bool,
 ) -> PyResult<Py<PyAny>> {
     let Some(r) = rhs(other)? else {
+        refuse_foreign(other, op.name(), false)?;
         if named {
             return Err(PyTypeError::new_err(format!(
                 "{}(): argument 'other' must be Tensor or Number, not {}",
@@ -334,4 +363,93 @@ pub(crate) fn extreme(
         .getattr(name)?
         .call1(((values, indices),))?
         .unbind())
+}
+
+// ----- PyTorch habits: `axis=`, `all`/`any`, `argmax`/`argmin`, `mH`/`H` -----
+
+/// `dim=` or its alias `axis=` (PyTorch takes either, as NumPy spells it).
+pub(crate) fn dim_or_axis<'a, 'py>(
+    name: &str,
+    dim: Option<&'a Bound<'py, PyAny>>,
+    axis: Option<&'a Bound<'py, PyAny>>,
+) -> PyResult<Option<&'a Bound<'py, PyAny>>> {
+    let given = |o: Option<&'a Bound<'py, PyAny>>| o.filter(|d| !d.is_none());
+    match (given(dim), given(axis)) {
+        (Some(_), Some(_)) => Err(PyTypeError::new_err(format!(
+            "{name}(): argument 'dim' and its alias 'axis' were both given"
+        ))),
+        (d, a) => Ok(d.or(a)),
+    }
+}
+
+/// `all`, `any`: bool results (uint8 for uint8 input) that require no grad.
+pub(crate) fn truth(
+    this: &PyTensor,
+    py: Python<'_>,
+    name: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    op: fn(&Tensor, Option<&[i64]>, bool) -> crate::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let dims = extract_dims(dim_or_axis(name, dim, axis)?, name)?;
+    let t = &this.inner;
+    let out = maybe_detach(py, t.numel(), || op(t, dims.as_deref(), keepdim));
+    Ok(PyTensor::new(out.py()?))
+}
+
+/// `argmax`, `argmin`: int64 positions over `dim`, or in the flattened tensor.
+pub(crate) fn arg_extreme(
+    this: &PyTensor,
+    py: Python<'_>,
+    name: &str,
+    dim: Option<&Bound<'_, PyAny>>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    op: fn(&Tensor, Option<i64>, bool) -> crate::Result<Tensor>,
+) -> PyResult<PyTensor> {
+    let dim = dim_or_axis(name, dim, axis)?
+        .map(|d| {
+            d.extract::<i64>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{name}(): argument 'dim' must be int, not {}",
+                    type_name(d)
+                ))
+            })
+        })
+        .transpose()?;
+    let t = &this.inner;
+    let out = maybe_detach(py, t.numel(), || op(t, dim, keepdim));
+    Ok(PyTensor::new(out.py()?))
+}
+
+/// `squeeze(dim=None)`: `dim` an int or a tuple of ints.
+pub(crate) fn squeeze(this: &PyTensor, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let dims = extract_dims(dim, "squeeze")?;
+    Ok(this.derived(this.inner.squeeze(dims.as_deref()).py()?))
+}
+
+/// `mH` (any batch of matrices) and `H` (2-D only): the conjugate transpose,
+/// a view for real dtypes and a copy for complex ones (dlbridge has no lazy
+/// conjugation).
+pub(crate) fn adjoint(this: &PyTensor, py: Python<'_>, name: &str) -> PyResult<PyTensor> {
+    let n = this.inner.ndim();
+    if name == "H" && n != 2 && n != 0 {
+        let hint = if n > 2 {
+            " For batches of matrices, consider using tensor.mH"
+        } else {
+            ""
+        };
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{hint}"
+        )));
+    }
+    this.compute(py, |t| {
+        let m = if name == "H" && n == 0 {
+            t.clone()
+        } else {
+            t.matrix_transpose(name)?
+        };
+        ops::conj_physical(&m)
+    })
 }

@@ -104,10 +104,46 @@ pub(crate) fn extract_device(ob: &Bound<'_, PyAny>) -> PyResult<Device> {
         }
         return Ok(Device::cuda(Some(i as u32)));
     }
+    if let Some(d) = foreign_device(ob)? {
+        return Ok(d);
+    }
     Err(PyTypeError::new_err(format!(
-        "device must be a string, an int or a dlbridge.device, not {}",
+        "device must be a string, an int or a dlbridge.device (e.g. 'cpu', 'cuda:0' or \
+         dlbridge.device('cuda', 0)), not {}",
         ob.get_type().name()?
     )))
+}
+
+/// Another framework's device object as dlbridge's, or `None` when `ob` is
+/// none: `torch.device` (by its string), a JAX device (`platform` `cpu` or
+/// `gpu`/`cuda`, its local ordinal) and a CuPy device (`id`).
+fn foreign_device(ob: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
+    let ty = ob.get_type();
+    let module = ty.module()?.to_cow()?.into_owned();
+    let root = module.split('.').next().unwrap_or_default();
+    if root == "torch" && ty.name()?.to_cow()? == "device" {
+        return Device::parse(&ob.str()?.to_cow()?)
+            .map(|d| Some(d.canonical()))
+            .py();
+    }
+    if matches!(root, "jax" | "jaxlib") && ob.hasattr("platform")? {
+        let platform: String = ob.getattr("platform")?.extract()?;
+        let ordinal = match ob.getattr("local_hardware_id") {
+            Ok(i) if !i.is_none() => i.extract::<u32>()?,
+            _ => ob.getattr("id")?.extract::<u32>()?,
+        };
+        return match platform.as_str() {
+            "cpu" => Ok(Some(Device::CPU)),
+            "gpu" | "cuda" => Ok(Some(Device::cuda(Some(ordinal)))),
+            other => Err(PyTypeError::new_err(format!(
+                "dlbridge has no device for JAX's platform '{other}' (it has 'cpu' and 'cuda')"
+            ))),
+        };
+    }
+    if root == "cupy" && ob.hasattr("id")? {
+        return Ok(Some(Device::cuda(Some(ob.getattr("id")?.extract()?))));
+    }
+    Ok(None)
 }
 
 pub(crate) fn extract_opt_device(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {

@@ -29,15 +29,66 @@ pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
     all[dt.index()].clone_ref(py)
 }
 
-/// Reads a `dlbridge.dtype` argument.
+/// Reads a `dtype=` argument: a `dlbridge.dtype`, or another framework's
+/// spelling of one (see [`foreign_dtype`]).
 pub(crate) fn extract_dtype(ob: &Bound<'_, PyAny>) -> PyResult<DType> {
     if let Ok(d) = ob.cast::<PyDType>() {
         return Ok(d.get().0);
+    }
+    if let Some(dt) = foreign_dtype(ob)? {
+        return Ok(dt);
     }
     Err(PyTypeError::new_err(format!(
         "dtype must be a dlbridge.dtype (e.g. dlbridge.float32), not {}",
         ob.get_type().name()?
     )))
+}
+
+/// Another framework's dtype as dlbridge's, or `None` when `ob` is not a
+/// dtype at all: `torch.float16`; NumPy's `np.float32` and
+/// `np.dtype('float32')` (ml_dtypes' too); JAX's `jnp.float32`; Python's
+/// `float`, `int`, `bool`, `complex` (float64, int64, bool, complex128, as
+/// PyTorch reads them). A dtype dlbridge lacks is a `TypeError` that says so.
+pub(crate) fn foreign_dtype(ob: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
+    let py = ob.py();
+    let ty = ob.get_type();
+    let unknown = |what: String| {
+        PyTypeError::new_err(format!(
+            "{what} has no dlbridge dtype; dlbridge has the dtypes PyTorch has, spelled as torch \
+             spells them (e.g. dlbridge.float32)"
+        ))
+    };
+    if ty.module()?.to_cow()? == "torch" && ty.name()?.to_cow()? == "dtype" {
+        let spelled = ob.str()?.to_cow()?.into_owned();
+        let name = spelled.strip_prefix("torch.").unwrap_or(&spelled);
+        return DType::from_name(name)
+            .map(Some)
+            .ok_or_else(|| unknown(spelled.clone()));
+    }
+    // Only NumPy's dtype objects and types (a NumPy, JAX or Python scalar
+    // type) are read through `numpy.dtype`: a string or an array is no dtype.
+    let Ok(np) = py.import("numpy") else {
+        return Ok(None);
+    };
+    let is_dtype = ob.is_instance(&np.getattr("dtype")?)?;
+    let is_type = ob.is_instance_of::<pyo3::types::PyType>()
+        && (ob.hasattr("dtype")? && ob.getattr("dtype")?.is_instance(&np.getattr("dtype")?)?
+            || ob
+                .cast::<pyo3::types::PyType>()?
+                .is_subclass(&np.getattr("generic")?)?
+            || ["float", "int", "bool", "complex"].iter().any(|b| {
+                py.import("builtins")
+                    .and_then(|m| m.getattr(*b))
+                    .is_ok_and(|t| t.is(ob))
+            }));
+    if !(is_dtype || is_type) {
+        return Ok(None);
+    }
+    let d = np.getattr("dtype")?.call1((ob,))?;
+    let name = d.getattr("name")?.extract::<String>()?;
+    DType::from_name(&name)
+        .map(Some)
+        .ok_or_else(|| unknown(format!("NumPy's dtype {name}")))
 }
 
 pub(crate) fn extract_opt_dtype(ob: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {

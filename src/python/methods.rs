@@ -400,68 +400,154 @@ impl PyTensor {
         slf.clone()
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None))]
     fn sum(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
+        let dim = arith::dim_or_axis("sum", dim, axis)?;
         arith::reduce(self, py, "sum", dim, keepdim, dtype, ops::sum)
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None))]
     fn mean(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
+        let dim = arith::dim_or_axis("mean", dim, axis)?;
         arith::reduce(self, py, "mean", dim, keepdim, dtype, ops::mean)
     }
 
     /// `max()`, or `max(dim, keepdim=False)` -> `(values, indices)`.
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
     fn max(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let dim = arith::dim_or_axis("max", dim, axis)?;
         arith::extreme(self, py, "max", dim, keepdim)
     }
 
     /// `min()`, or `min(dim, keepdim=False)` -> `(values, indices)`.
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
     fn min(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let dim = arith::dim_or_axis("min", dim, axis)?;
         arith::extreme(self, py, "min", dim, keepdim)
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
     fn amax(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
+        let dim = arith::dim_or_axis("amax", dim, axis)?;
         arith::extreme_values(self, py, "amax", dim, keepdim, ops::amax)
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
     fn amin(
         &self,
         py: Python<'_>,
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
+        let dim = arith::dim_or_axis("amin", dim, axis)?;
         arith::extreme_values(self, py, "amin", dim, keepdim, ops::amin)
+    }
+
+    // ----- PyTorch habits: truth reductions, arg-extremes, squeeze, matrix transposes -----
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
+    fn all(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::truth(self, py, "all", dim, axis, keepdim, ops::all)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
+    fn any(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::truth(self, py, "any", dim, axis, keepdim, ops::any)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
+    fn argmax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::arg_extreme(self, py, "argmax", dim, axis, keepdim, ops::argmax)
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None))]
+    fn argmin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::arg_extreme(self, py, "argmin", dim, axis, keepdim, ops::argmin)
+    }
+
+    /// `squeeze()`, `squeeze(dim)`, `squeeze((d0, d1))`: a view.
+    #[pyo3(signature = (dim=None, *, axis=None))]
+    fn squeeze(
+        &self,
+        dim: Option<&Bound<'_, PyAny>>,
+        axis: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        arith::squeeze(self, arith::dim_or_axis("squeeze", dim, axis)?)
+    }
+
+    /// `t.mT`: the last two dimensions swapped (a view).
+    #[getter(mT)]
+    fn matrix_t(&self) -> PyResult<PyTensor> {
+        Ok(self.derived(self.inner.matrix_transpose("mT").py()?))
+    }
+
+    /// `t.mH`: the conjugate transpose of a batch of matrices.
+    #[getter(mH)]
+    fn matrix_h(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::adjoint(self, py, "mH")
+    }
+
+    /// `t.H`: the conjugate transpose of a matrix.
+    #[getter(H)]
+    fn adjoint(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        arith::adjoint(self, py, "H")
     }
 
     fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {

@@ -18,7 +18,7 @@
 //!      dlpack_import          the DLPack consumer (from_dlpack)
 //!   -> creation               factories and tensor_from_data
 //!   -> convert, arith,        to()/cpu()/item()/..., operators and in-place writes,
-//!      index, cuda,           t[key], dlbridge.cuda and __cuda_array_interface__,
+//!      index, asarray, cuda,  t[key], as_tensor/asarray, dlbridge.cuda and __cuda_array_interface__,
 //!      sharing                share_memory_() and multiprocessing handles
 //!   -> methods                the #[pymethods] block of Tensor
 //!   -> mod.rs                 the module
@@ -26,6 +26,7 @@
 
 mod args;
 mod arith;
+mod asarray;
 mod capsule;
 mod convert;
 mod creation;
@@ -58,6 +59,7 @@ pub fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::PyDevice>()?;
     dtype::add_dtypes(m)?;
     creation::register(m)?;
+    asarray::register(m)?;
     numpy::register(m)?;
     pickle::register(m)?;
     dlpack_import::register(m)?;

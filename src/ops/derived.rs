@@ -1,0 +1,99 @@
+//! Ops composed from other ops, with PyTorch's results: `all` and `any`
+//! (a count of zero or non-zero elements), `argmax` and `argmin` (the
+//! indices of `max`/`min` over one dimension or the flattened tensor), and
+//! `conj_physical` (for `mH`: the imaginary parts negated in a copy).
+//! Nothing here needs a kernel of its own, so every device has them.
+
+use super::{Operand, binary_, compare, max_dim, min_dim, sum};
+use crate::layout::Layout;
+use crate::{BinaryOp, CompareOp, DType, Result, Scalar, Tensor, bail};
+
+/// `all(dim=None, keepdim=False)`: whether every element is non-zero (NaN
+/// counts as non-zero); bool, or uint8 for uint8 input, as PyTorch.
+pub fn all(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    truth(a, dims, keepdim, CompareOp::Eq, CompareOp::Eq)
+}
+
+/// `any(dim=None, keepdim=False)`: whether some element is non-zero.
+pub fn any(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    truth(a, dims, keepdim, CompareOp::Ne, CompareOp::Gt)
+}
+
+/// Counts the elements for which `a pick 0` holds, then `count verdict 0`.
+fn truth(
+    a: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    pick: CompareOp,
+    verdict: CompareOp,
+) -> Result<Tensor> {
+    let zero = Operand::Scalar(Scalar::Int(0));
+    let picked = compare(a.into(), zero, pick)?;
+    let count = sum(&picked, dims, keepdim, None)?;
+    let out = compare((&count).into(), zero, verdict)?;
+    if a.dtype() == DType::U8 {
+        return out.to_dtype(DType::U8);
+    }
+    Ok(out)
+}
+
+/// `argmax(dim=None, keepdim=False)`: int64 positions of the largest values
+/// (the first of equals; NaN wins); without `dim`, in the flattened tensor.
+pub fn argmax(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg("argmax", a, dim, keepdim, max_dim)
+}
+
+/// `argmin(dim=None, keepdim=False)`.
+pub fn argmin(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg("argmin", a, dim, keepdim, min_dim)
+}
+
+fn arg(
+    name: &str,
+    a: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    by_dim: fn(&Tensor, i64, bool) -> Result<super::Reduced>,
+) -> Result<Tensor> {
+    match dim {
+        Some(d) => Ok(by_dim(a, d, keepdim)?.indices),
+        None if a.numel() == 0 => bail!(
+            IndexOutOfRange,
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        ),
+        None => {
+            let flat = by_dim(&a.reshape(&[-1])?, 0, false)?.indices;
+            if keepdim {
+                return flat.view(&vec![1; a.ndim()]);
+            }
+            Ok(flat)
+        }
+    }
+}
+
+/// `conj_physical()`: a copy with the imaginary parts negated; real tensors
+/// come back as they are (PyTorch's `conj` of a real tensor is itself).
+pub fn conj_physical(a: &Tensor) -> Result<Tensor> {
+    if !a.dtype().is_complex() {
+        return Ok(a.clone());
+    }
+    let out = a.clone_data()?;
+    // The imaginary parts of the fresh contiguous copy, seen as reals.
+    let real = a.dtype().to_real();
+    let l = out.layout();
+    let mut shape = l.shape.clone();
+    let mut strides = l.strides.clone();
+    shape.push(1);
+    strides.push(real.size() as isize);
+    let imag = Tensor::from_parts(
+        out.storage().clone(),
+        Layout {
+            shape,
+            strides,
+            offset: l.offset + real.size(),
+        },
+        real,
+    )?;
+    binary_(&imag, Scalar::Int(-1).into(), BinaryOp::Mul)?;
+    Ok(out)
+}
