@@ -20,7 +20,11 @@ const BLOCK: usize = 512;
 macro_rules! float_to_int {
     ($x:expr, $t:ty) => {{
         let x = $x;
-        if x.abs() < 9.223372036854775e18 { x as i64 as $t } else { x as i128 as $t }
+        if x.abs() < 9_223_372_036_854_775_808.0 {
+            x as i64 as $t
+        } else {
+            x as i128 as $t
+        }
     }};
 }
 
@@ -51,13 +55,28 @@ macro_rules! cast_float_int {
 }
 cast_float_int!(f32 => i32, f32 => i64, f64 => i32, f64 => i64);
 
+impl CastSlice<f16> for f32 {
+    fn cast_slice(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src);
+    }
+}
+
+impl CastSlice<bf16> for f32 {
+    /// `bf16::from_f32` (round to nearest even, NaN kept quiet) without its
+    /// branches, so the loop vectorises.
+    fn cast_slice(src: &[f32], dst: &mut [bf16]) {
+        dst.iter_mut().zip(src).for_each(|(d, &x)| {
+            let b = x.to_bits();
+            let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+            let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+            let quiet = ((b >> 16) | 0x0040) as u16;
+            *d = bf16::from_bits(if nan { quiet } else { rounded });
+        });
+    }
+}
+
 macro_rules! cast_half {
     ($($h:ty),*) => {$(
-        impl CastSlice<$h> for f32 {
-            fn cast_slice(src: &[f32], dst: &mut [$h]) {
-                dst.convert_from_f32_slice(src);
-            }
-        }
         impl CastSlice<$h> for f64 {
             fn cast_slice(src: &[f64], dst: &mut [$h]) {
                 dst.convert_from_f64_slice(src);
@@ -142,7 +161,10 @@ fn run<S: CastSlice<D> + Sync, D: Send>(src: &[S], dst: &mut [D]) {
     if src.len() < PARALLEL_MIN {
         return S::cast_slice(src, dst);
     }
-    let per = src.len().div_ceil(rayon::current_num_threads() * 2).next_multiple_of(BLOCK);
+    let per = src
+        .len()
+        .div_ceil(rayon::current_num_threads() * 2)
+        .next_multiple_of(BLOCK);
     dst.par_chunks_mut(per)
         .zip(src.par_chunks(per))
         .for_each(|(d, s)| S::cast_slice(s, d));
@@ -154,7 +176,13 @@ fn run<S: CastSlice<D> + Sync, D: Send>(src: &[S], dst: &mut [D]) {
 /// # Safety
 /// `src` holds `n` aligned elements of `from`, `dst` room for `n` aligned
 /// elements of `to`, and the two do not overlap.
-pub(crate) unsafe fn cast_contiguous(from: DType, to: DType, src: *const u8, dst: *mut u8, n: usize) -> bool {
+pub(crate) unsafe fn cast_contiguous(
+    from: DType,
+    to: DType,
+    src: *const u8,
+    dst: *mut u8,
+    n: usize,
+) -> bool {
     macro_rules! pair {
         ($s:ty, $d:ty) => {{
             // SAFETY: the caller's promise.
@@ -213,12 +241,32 @@ mod tests {
     #[test]
     fn fast_casts_match_the_generic_cast() {
         let xs: Vec<f64> = vec![
-            0.0, -0.0, 1.5, -2.5, 0.1, 65504.0, 65520.0, 1e10, -3e9, 3e38, 1e300, -1e19, 2e19,
-            f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 123456789.0, -7.999, 2147483648.0,
+            0.0,
+            -0.0,
+            1.5,
+            -2.5,
+            0.1,
+            65504.0,
+            65520.0,
+            1e10,
+            -3e9,
+            3e38,
+            1e300,
+            -1e19,
+            2e19,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            123456789.0,
+            -7.999,
+            2147483648.0,
         ];
         macro_rules! check {
             ($s:ty, $d:ty) => {{
-                let src: Vec<$s> = xs.iter().map(|&x| <$s>::from_scalar(crate::Scalar::Float(x))).collect();
+                let src: Vec<$s> = xs
+                    .iter()
+                    .map(|&x| <$s>::from_scalar(crate::Scalar::Float(x)))
+                    .collect();
                 let mut dst = vec![<$d as bytemuck::Zeroable>::zeroed(); src.len()];
                 <$s as CastSlice<$d>>::cast_slice(&src, &mut dst);
                 for (s, d) in src.iter().zip(&dst) {

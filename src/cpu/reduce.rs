@@ -16,9 +16,7 @@
 //! rayon's threads.
 
 use super::copy::materialize;
-use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_row, extreme_run, sum_run,
-};
+use super::reduce_run::{Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_run, sum_run};
 use crate::backend::ReduceOp;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
 use rayon::prelude::*;
@@ -158,7 +156,10 @@ fn reduce_typed<T: Kernel>(
     indices: Option<&Tensor>,
 ) -> Result<()> {
     let Some(strides) = src.layout().element_strides(size_of::<T>()) else {
-        bail!(InvalidOperation, "reduction over a layout that is not whole elements");
+        bail!(
+            InvalidOperation,
+            "reduction over a layout that is not whole elements"
+        );
     };
     let sink = Sink {
         out: out.data_ptr() as usize,
@@ -180,7 +181,11 @@ fn reduce_typed<T: Kernel>(
     for (d, (&n, &s)) in src.shape().iter().zip(&strides).enumerate() {
         if n > 1 {
             let dim = Dim { n, s };
-            if dims.contains(&d) { red.push(dim) } else { kept.push(dim) }
+            if dims.contains(&d) {
+                red.push(dim)
+            } else {
+                kept.push(dim)
+            }
         }
     }
     if indices.is_none() {
@@ -224,7 +229,9 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
                 run_sum::<T>(base, koff, run)
             } else {
                 let mut p = Pairwise::new();
-                walk(outer, 0, runs, |_, roff| p.push(run_sum::<T>(base, koff + roff, run)));
+                walk(outer, 0, runs, |_, roff| {
+                    p.push(run_sum::<T>(base, koff + roff, run))
+                });
                 p.total()
             };
             sink.put_sum(i, total);
@@ -325,16 +332,27 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
             let mut acc = [T::A::ZERO; TILE];
             let acc = &mut acc[..w];
-            walk(red, 0, rows, |_, roff| T::add_row(acc, slice(base, koff + roff, w)));
-            acc.iter().enumerate().for_each(|(j, &a)| sink.put_sum(first + j, a));
+            walk(red, 0, rows, |_, roff| {
+                T::add_row(acc, slice(base, koff + roff, w))
+            });
+            acc.iter()
+                .enumerate()
+                .for_each(|(j, &a)| sink.put_sum(first + j, a));
         } else {
             let max = sink.op == ReduceOp::Max;
             let row0 = slice::<T>(base, koff, w);
             let mut best = [row0[0]; TILE];
             best[..w].copy_from_slice(row0);
             let mut at = [0i64; TILE];
+            let at_w = if sink.indices != 0 { w } else { 0 };
             walk(red, 1, rows - 1, |r, roff| {
-                extreme_row(&mut best[..w], &mut at[..w], slice(base, koff + roff, w), r as i64, max)
+                T::extreme_row(
+                    &mut best[..w],
+                    &mut at[..at_w],
+                    slice(base, koff + roff, w),
+                    r as i64,
+                    max,
+                )
             });
             (0..w).for_each(|j| sink.put_extreme(first + j, best[j], at[j] as usize));
         }
@@ -366,7 +384,10 @@ mod tests {
     fn collapse_merges_contiguous_neighbours() {
         let d = |n, s| Dim { n, s };
         assert_eq!(collapse(vec![d(2, 12), d(3, 4), d(4, 1)]), vec![d(24, 1)]);
-        assert_eq!(collapse(vec![d(2, 24), d(3, 4), d(4, 1)]), vec![d(2, 24), d(12, 1)]);
+        assert_eq!(
+            collapse(vec![d(2, 24), d(3, 4), d(4, 1)]),
+            vec![d(2, 24), d(12, 1)]
+        );
     }
 
     #[test]

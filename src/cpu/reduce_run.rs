@@ -114,6 +114,15 @@ pub(crate) trait Kernel: Arith {
         let _ = need_pos;
         extreme_scalar(xs, max)
     }
+    /// Per-column running winners updated with row `r`; `at` (the rows
+    /// they came from) is empty when no positions are wanted.
+    fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
+        if at.is_empty() {
+            extreme_values_row(best, row, max)
+        } else {
+            extreme_row_generic(best, at, row, r, max)
+        }
+    }
 }
 
 /// The pairwise sum of a contiguous run, split across threads when long.
@@ -175,10 +184,11 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
     let mid = xs.len() / 2;
     let (l, r) = xs.split_at(mid);
     let (a, b) = rayon::join(
-        || extreme_run(l, max, true),
-        || extreme_run(r, max, true),
+        || extreme_run(l, max, need_pos),
+        || extreme_run(r, max, need_pos),
     );
-    let b = (b.0, b.1 + mid);
+    // A position the kernel did not look for stays unknown.
+    let b = (b.0, if b.1 == usize::MAX { b.1 } else { b.1 + mid });
     better_of(a, b, max)
 }
 
@@ -213,12 +223,35 @@ pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
     (best, at)
 }
 
-/// Per-column update of running winners with one more row `r`.
-pub(crate) fn extreme_row<T: Arith>(best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) {
+/// Per-column update of running winners with one more row `r` (NaN wins
+/// and stays; ties keep the earlier row).
+pub(crate) fn extreme_row_generic<T: Arith>(
+    best: &mut [T],
+    at: &mut [i64],
+    row: &[T],
+    r: i64,
+    max: bool,
+) {
     for ((b, i), &x) in best.iter_mut().zip(at.iter_mut()).zip(row) {
         if !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(*b) }) {
             *b = x;
             *i = r;
+        }
+    }
+}
+
+/// [`extreme_row_generic`] without positions: a select per column the
+/// compiler vectorises.
+pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
+    if max {
+        for (b, &x) in best.iter_mut().zip(row) {
+            let take = !b.is_nan() && (x.is_nan() || b.less(x));
+            *b = if take { x } else { *b };
+        }
+    } else {
+        for (b, &x) in best.iter_mut().zip(row) {
+            let take = !b.is_nan() && (x.is_nan() || x.less(*b));
+            *b = if take { x } else { *b };
         }
     }
 }
@@ -269,7 +302,11 @@ fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
 macro_rules! extreme_float {
     ($name:ident, $t:ty) => {
         fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
-            let mut best = [if max { <$t>::NEG_INFINITY } else { <$t>::INFINITY }; LANES];
+            let mut best = [if max {
+                <$t>::NEG_INFINITY
+            } else {
+                <$t>::INFINITY
+            }; LANES];
             let mut nan = [false; LANES];
             let mut chunks = xs.chunks_exact(LANES);
             if max {
@@ -330,7 +367,12 @@ macro_rules! extreme_int {
                 }
             }
             let all = best.iter().chain(chunks.remainder());
-            let b = if max { all.copied().max() } else { all.copied().min() }.unwrap_or(xs[0]);
+            let b = if max {
+                all.copied().max()
+            } else {
+                all.copied().min()
+            }
+            .unwrap_or(xs[0]);
             if !need_pos {
                 return (b, usize::MAX);
             }
@@ -451,6 +493,27 @@ macro_rules! half_kernel {
                     });
                 }
                 best.unwrap_or((xs[0], 0))
+            }
+            fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
+                // Both widened to float32 (exact), compared there; the
+                // winners are copied back as they were.
+                let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
+                for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
+                    let n = row.len();
+                    best.convert_to_f32_slice(&mut b32[..n]);
+                    row.convert_to_f32_slice(&mut x32[..n]);
+                    let old = b32;
+                    if at.is_empty() {
+                        extreme_values_row(&mut b32[..n], &x32[..n], max);
+                    } else {
+                        extreme_row_generic(&mut b32[..n], &mut at[k * LEAF..k * LEAF + n], &x32[..n], r, max);
+                    }
+                    for j in 0..n {
+                        if b32[j].to_bits() != old[j].to_bits() {
+                            best[j] = row[j];
+                        }
+                    }
+                }
             }
         }
     )*};
