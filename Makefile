@@ -81,9 +81,11 @@ test-python: build
 test-asan: tools $(STAMP)
 	PY=$(PY) tests/asan/python_suite.sh -q -ra
 
-## bench: the speed and memory report (see bench/README.md)
+## bench: the speed and memory report (see bench/README.md), and its pictures in docs/img/
 bench: build bench-capi
 	$(PY) bench/bench_core.py
+	$(PY) bench/bench_ops.py
+	$(PY) bench/plot.py
 	$(PY) bench/bench_pickle.py
 	$(PY) bench/bench_shared.py
 	$(PY) bench/bench_cuda.py

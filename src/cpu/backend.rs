@@ -132,8 +132,7 @@ impl Backend for Cpu {
     }
 
     fn random(&self, dst: &Tensor) -> Result<()> {
-        fill_uniform(dst);
-        Ok(())
+        fill_uniform(dst)
     }
 
     fn transfer(&self, src: &Tensor, _target: Device) -> Result<Tensor> {

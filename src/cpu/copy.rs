@@ -1,11 +1,28 @@
 //! Copies between layouts and dtypes (`contiguous`, `copy_`, casts).
+//!
+//! Into a contiguous destination: contiguous casts run the vectorised loops
+//! of `cast.rs`; same-dtype copies of strided views collapse the source's
+//! contiguous inner dimensions and copy whole rows, transpose through
+//! cache-sized tiles when the source's unit stride is on the second-to-last
+//! dimension, and gather with a typed strided loop otherwise. The other
+//! layouts go through `ndarray`, and memory that is misaligned or has strides
+//! that are not whole elements through a byte-wise gather.
 
+use super::cast::cast_contiguous;
 use super::strided::{for_each_offset, view, view_mut};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
+use rayon::prelude::*;
+
+/// Elements past which a strided copy splits across threads.
+const PARALLEL_MIN: usize = 1 << 17;
+/// Side of a transpose tile, in elements.
+const TILE: usize = 32;
 
 /// `src` as a tensor the typed loops can read: itself when ndarray can view
-/// it, else a contiguous copy gathered byte by byte.
+/// it, else a contiguous copy gathered byte by byte (memory not aligned to
+/// the element size, strides that are not whole elements): the aligned
+/// staging every typed loop relies on.
 pub(crate) fn materialize(src: &Tensor) -> Result<Tensor> {
     // SAFETY: only probes whether a view can be built; nothing is read.
     let viewable = with_element!(src.dtype(), T => unsafe { view::<T>(src) }.is_some());
@@ -17,14 +34,25 @@ pub(crate) fn materialize(src: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+fn aligned(t: &Tensor) -> bool {
+    (t.data_ptr() as usize).is_multiple_of(t.dtype().size().clamp(1, 8))
+}
+
 /// Writes `src` (broadcast to `dst`'s shape, cast to its dtype) into `dst`.
 /// The caller has checked devices, shapes and that the two do not overlap.
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let src = src.broadcast_to(dst.shape())?;
-    if src.dtype() == dst.dtype() && src.numel() > 0 {
-        if dst.is_contiguous() && src.is_contiguous() {
+    if src.numel() == 0 {
+        return Ok(());
+    }
+    let contiguous = dst.is_contiguous() && src.is_contiguous();
+    if src.dtype() == dst.dtype() {
+        if contiguous {
             // SAFETY: both ranges hold numel elements and do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(src.data_ptr(), dst.data_ptr(), dst.nbytes()) };
+            return Ok(());
+        }
+        if dst.is_contiguous() && aligned(dst) && aligned(&src) && strided_copy(dst, &src) {
             return Ok(());
         }
         // SAFETY: probe only.
@@ -33,6 +61,14 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
             copy_bytes(dst, &src);
             return Ok(());
         }
+    } else if contiguous
+        && aligned(dst)
+        && aligned(&src)
+        // SAFETY: both are contiguous, aligned, of numel elements of their
+        // dtypes, and do not overlap (the caller's promise).
+        && unsafe { cast_contiguous(src.dtype(), dst.dtype(), src.data_ptr(), dst.data_ptr(), dst.numel()) }
+    {
+        return Ok(());
     }
     let src = materialize(&src)?;
     // SAFETY: probe only.
@@ -50,7 +86,10 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {
     // SAFETY: the caller checked that both views exist; dst is exclusively ours
     // for the duration and does not overlap src.
-    let (mut out, input) = unsafe { (view_mut::<D>(dst).unwrap(), view::<S>(src).unwrap()) };
+    let (Some(mut out), Some(input)) = (unsafe { view_mut::<D>(dst) }, unsafe { view::<S>(src) })
+    else {
+        return;
+    };
     if let (Some(o), Some(i)) = (out.as_slice_mut(), input.as_slice()) {
         o.iter_mut().zip(i).for_each(|(o, &x)| *o = x.cast());
         return;
@@ -58,6 +97,145 @@ fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {
     Zip::from(&mut out)
         .and(&input)
         .for_each(|o, &x| *o = x.cast());
+}
+
+/// One dimension of the source: length and stride in elements.
+#[derive(Clone, Copy)]
+struct Dim {
+    n: usize,
+    s: isize,
+}
+
+/// A same-dtype copy of an aligned strided `src` into the contiguous `dst`,
+/// element by element as the unsigned type of the element's size; false
+/// when the strides are not whole elements.
+fn strided_copy(dst: &Tensor, src: &Tensor) -> bool {
+    match dst.dtype().size() {
+        1 => strided_typed::<u8>(dst, src),
+        2 => strided_typed::<u16>(dst, src),
+        4 => strided_typed::<u32>(dst, src),
+        8 => strided_typed::<u64>(dst, src),
+        16 => strided_typed::<[u64; 2]>(dst, src),
+        _ => false,
+    }
+}
+
+fn strided_typed<T: Copy + Send + Sync>(dst: &Tensor, src: &Tensor) -> bool {
+    let Some(strides) = src.layout().element_strides(size_of::<T>()) else {
+        return false;
+    };
+    let mut dims: Vec<Dim> = Vec::new();
+    for (&n, &s) in src.shape().iter().zip(&strides) {
+        if n == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(last) if last.s == s * n as isize => {
+                last.n *= n;
+                last.s = s;
+            }
+            _ => dims.push(Dim { n, s }),
+        }
+    }
+    let (s, d) = (src.data_ptr() as usize, dst.data_ptr() as usize);
+    match dims.as_slice() {
+        [] => copy_rows::<T>(s, d, &[], Dim { n: 1, s: 1 }),
+        [outer @ .., rows, cols] if rows.s == 1 && cols.s != 1 => {
+            transpose::<T>(s, d, outer, *rows, *cols)
+        }
+        [outer @ .., last] => copy_rows::<T>(s, d, outer, *last),
+    }
+    true
+}
+
+/// Calls `f(k, offset)` for the `len` positions from flat position `start`
+/// of `dims` (row-major), `offset` in elements.
+fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usize, isize)) {
+    let mut idx = vec![0usize; dims.len()];
+    let (mut rem, mut off) = (start, 0isize);
+    for (i, d) in dims.iter().enumerate().rev() {
+        idx[i] = rem % d.n;
+        rem /= d.n;
+        off += idx[i] as isize * d.s;
+    }
+    for k in start..start + len {
+        f(k, off);
+        for (i, d) in dims.iter().enumerate().rev() {
+            idx[i] += 1;
+            off += d.s;
+            if idx[i] < d.n {
+                break;
+            }
+            off -= d.s * d.n as isize;
+            idx[i] = 0;
+        }
+    }
+}
+
+/// Rows along `last` (memcpy when contiguous, else a strided loop).
+fn copy_rows<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], last: Dim) {
+    let rows: usize = outer.iter().map(|d| d.n).product();
+    let row = |r: usize, off: isize| {
+        let (s, d) = (src as *const T, dst as *mut T);
+        // SAFETY: row r of the contiguous destination holds last.n elements;
+        // the source's layout keeps each element of the row in its storage;
+        // the two do not overlap (the caller's promise).
+        unsafe {
+            let d = d.add(r * last.n);
+            if last.s == 1 {
+                std::ptr::copy_nonoverlapping(s.offset(off), d, last.n);
+            } else {
+                for j in 0..last.n {
+                    *d.add(j) = *s.offset(off + j as isize * last.s);
+                }
+            }
+        }
+    };
+    if rows > 1 && rows * last.n >= PARALLEL_MIN {
+        let tasks = (rayon::current_num_threads() * 4).min(rows);
+        let per = rows.div_ceil(tasks);
+        (0..tasks).into_par_iter().for_each(|t| {
+            let start = (t * per).min(rows);
+            walk(outer, start, per.min(rows - start), row);
+        });
+    } else {
+        walk(outer, 0, rows, row);
+    }
+}
+
+/// `dst[.., r, c] = src[.. + r + c * cols.s]`: the transpose of the last two
+/// dimensions, tile by tile so both sides stay in cache.
+fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows: Dim, cols: Dim) {
+    let planes: usize = outer.iter().map(|d| d.n).product();
+    let plane = rows.n * cols.n;
+    let row_tiles = rows.n.div_ceil(TILE);
+    let tile = |u: usize| {
+        let (p, rt) = (u / row_tiles, u % row_tiles);
+        let mut base = 0;
+        walk(outer, p, 1, |_, off| base = off);
+        let (s, d) = (src as *const T, dst as *mut T);
+        let r0 = rt * TILE;
+        let r1 = (r0 + TILE).min(rows.n);
+        for c0 in (0..cols.n).step_by(TILE) {
+            let c1 = (c0 + TILE).min(cols.n);
+            for r in r0..r1 {
+                for c in c0..c1 {
+                    // SAFETY: (r, c) lies inside plane p of both tensors;
+                    // tiles of one plane are disjoint in the destination.
+                    unsafe {
+                        *d.add(p * plane + r * cols.n + c) =
+                            *s.offset(base + r as isize + c as isize * cols.s);
+                    }
+                }
+            }
+        }
+    };
+    let units = planes * row_tiles;
+    if units > 1 && planes * plane >= PARALLEL_MIN {
+        (0..units).into_par_iter().for_each(tile);
+    } else {
+        (0..units).for_each(tile);
+    }
 }
 
 /// Element-by-element byte copy between two same-dtype layouts of one shape:
@@ -69,8 +247,10 @@ fn copy_bytes(dst: &Tensor, src: &Tensor) {
     let (s, d) = (src.data_ptr(), dst.data_ptr());
     let mut k = 0;
     for_each_offset(dst.shape(), &dst.layout().strides, |o| {
-        // SAFETY: both offsets address whole elements inside their storages.
-        unsafe { std::ptr::copy(s.offset(src_offsets[k]), d.offset(o), size) };
+        if let Some(&from) = src_offsets.get(k) {
+            // SAFETY: both offsets address whole elements inside their storages.
+            unsafe { std::ptr::copy(s.offset(from), d.offset(o), size) };
+        }
         k += 1;
     });
 }

@@ -7,10 +7,12 @@
 
 mod arith;
 mod backend;
+mod cast;
 mod copy;
 mod elementwise;
 mod random;
 mod reduce;
+mod reduce_run;
 mod strided;
 
 pub(crate) use backend::Cpu;

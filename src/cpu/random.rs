@@ -1,8 +1,9 @@
 //! Uniform random numbers for `rand`: one process-wide generator, seeded from
 //! the clock and reseedable with `manual_seed` for reproducible runs.
 
+use super::copy::copy_into;
 use super::strided::view_mut;
-use crate::{Element as _, Scalar, Tensor, with_compute_element};
+use crate::{Element as _, Result, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use std::sync::Mutex;
 
@@ -13,19 +14,30 @@ pub fn manual_seed(seed: u64) {
     *RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(fastrand::Rng::with_seed(seed));
 }
 
-/// Fills a fresh floating or complex tensor with values uniform in [0, 1).
-pub(crate) fn fill_uniform(t: &Tensor) {
+/// Fills a floating or complex tensor with values uniform in [0, 1); a
+/// layout ndarray cannot write (misaligned memory) is filled through an
+/// aligned staging copy.
+pub(crate) fn fill_uniform(t: &Tensor) -> Result<()> {
+    // SAFETY: probe only.
+    if with_compute_element!(t.dtype(), T => unsafe { view_mut::<T>(t) }.is_none()) {
+        let staged = Tensor::empty(t.shape(), t.dtype(), t.device())?;
+        fill_uniform(&staged)?;
+        return copy_into(t, &staged);
+    }
     let mut guard = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let rng = guard.get_or_insert_with(fastrand::Rng::new);
     with_compute_element!(t.dtype(), T => {
-        // SAFETY: t is fresh and contiguous, so the view exists and is exclusive.
-        let mut v = unsafe { view_mut::<T>(t) }.unwrap();
+        // SAFETY: the view exists (probed above) and t is ours to write.
+        let Some(mut v) = (unsafe { view_mut::<T>(t) }) else {
+            return Ok(());
+        };
         let complex = t.dtype().is_complex();
         Zip::from(&mut v).for_each(|x| {
             let re = uniform(rng, t.dtype());
             *x = if complex { T::from_scalar(Scalar::Complex(re, uniform(rng, t.dtype()))) } else { T::from_scalar(Scalar::Float(re)) };
         });
-    })
+    });
+    Ok(())
 }
 
 /// A value in [0, 1) with the precision of the target type, so rounding can

@@ -1,17 +1,38 @@
-//! Reductions over some or all dimensions. Sums accumulate in float64,
+//! Reductions over some or all dimensions, reading the input where it lies
+//! (no copy of it, whatever its layout): sums accumulate in float64,
 //! complex128 or int64 (PyTorch's `sum` returns int64 for integers and
-//! bool), so results do not drift with size; `max` and `min` let NaN win and
-//! report the first position of the winner.
+//! bool); `max` and `min` let NaN win and report the first position of the
+//! winner.
+//!
+//! The dimensions are split into kept and reduced ones, each collapsed where
+//! memory allows. When the innermost reduced dimension is contiguous, each
+//! output reduces contiguous runs ([`by_runs`], the kernels of
+//! `reduce_run.rs`); when the innermost kept one is, whole rows of columns
+//! are accumulated into a tile of accumulators ([`by_rows`]); otherwise the
+//! runs are gathered a block at a time. Without indices to report, the
+//! reduced dimensions are first ordered by stride (a sum or an extreme does
+//! not depend on the order), so any permutation of a contiguous tensor reads
+//! contiguous runs. Work past [`PARALLEL_MIN`] elements is spread over
+//! rayon's threads.
 
-use super::arith::Arith;
-use super::strided::view;
+use super::copy::materialize;
+use super::reduce_run::{Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_run, sum_run};
 use crate::backend::ReduceOp;
-use crate::{DType, Element, Result, Scalar, Tensor, with_compute_element, with_element};
-use num_complex::Complex64;
+use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
+use rayon::prelude::*;
 
-/// Reduces `src` over `dims` into `out` (and `indices`), as `Backend::reduce`
-/// describes: the reduced dimensions move last, so that each output element
-/// reduces one contiguous run of the (copied if need be) input.
+/// Columns per tile when accumulating whole rows.
+const TILE: usize = 256;
+/// Elements gathered at a time from a run that is not contiguous.
+const GATHER: usize = 1024;
+
+/// Reduces `src` over `dims` into `out` (and `indices`), as
+/// `Backend::reduce` describes: `out` and `indices` are fresh and contiguous,
+/// in the order of the kept dimensions.
+///
+/// Memory that is not aligned to the element size (or strides that are not
+/// whole elements) is staged into an aligned copy first: the typed loops
+/// read aligned elements.
 pub(crate) fn reduce_into(
     src: &Tensor,
     dims: &[usize],
@@ -19,80 +40,327 @@ pub(crate) fn reduce_into(
     out: &Tensor,
     indices: Option<&Tensor>,
 ) -> Result<()> {
-    let kept = (0..src.ndim()).filter(|d| !dims.contains(d));
-    let order: Vec<i64> = kept.chain(dims.iter().copied()).map(|d| d as i64).collect();
-    let rows = src.permute(&order)?.contiguous()?;
-    let run: usize = dims.iter().map(|&d| src.shape()[d]).product();
-    with_compute_element!(src.dtype(), T => reduce_typed::<T>(&rows, run, op, out, indices));
-    Ok(())
+    let src = materialize(src)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    with_compute_element!(src.dtype(), T => reduce_typed::<T>(&src, dims, op, out, indices))
 }
 
-fn reduce_typed<T: Arith>(
-    rows: &Tensor,
-    run: usize,
-    op: ReduceOp,
-    out: &Tensor,
-    indices: Option<&Tensor>,
-) {
-    // SAFETY: rows is a contiguous tensor of T (fresh or the caller's, not
-    // written while we read).
-    let input = unsafe { view::<T>(rows) }.unwrap();
-    let values = input.as_slice().expect("contiguous");
-    let count = out.numel();
-    let runs = (0..count).map(|r| &values[r * run..(r + 1) * run]);
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean => {
-            let out_dtype = out.dtype();
-            let totals = runs.map(|xs| {
-                let total = sum(xs);
-                match op {
-                    ReduceOp::Mean => mean(total, out_dtype, xs.len()),
-                    _ => total,
-                }
-            });
-            write_scalars(out, totals);
+/// One dimension: its length and its stride in elements.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Dim {
+    n: usize,
+    s: isize,
+}
+
+/// Merges neighbours that step through memory as one dimension would.
+fn collapse(dims: Vec<Dim>) -> Vec<Dim> {
+    let mut out: Vec<Dim> = Vec::with_capacity(dims.len());
+    for d in dims {
+        match out.last_mut() {
+            Some(last) if last.s == d.s * d.n as isize => {
+                last.n *= d.n;
+                last.s = d.s;
+            }
+            _ => out.push(d),
         }
-        ReduceOp::Max | ReduceOp::Min => {
-            let max = op == ReduceOp::Max;
-            // SAFETY: out and indices are fresh contiguous tensors of `count`
-            // elements of T and i64, written only here.
-            let (o, mut ix) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(out.data_ptr().cast::<T>(), count),
-                    indices
-                        .map(|t| std::slice::from_raw_parts_mut(t.data_ptr().cast::<i64>(), count)),
-                )
-            };
-            for (r, xs) in runs.enumerate() {
-                let (best, at) = extreme(xs, max);
-                o[r] = best;
-                if let Some(ix) = ix.as_deref_mut() {
-                    ix[r] = at as i64;
+    }
+    out
+}
+
+fn count(dims: &[Dim]) -> usize {
+    dims.iter().map(|d| d.n).product()
+}
+
+/// Calls `f(k, offset)` for the `len` positions from flat position `start`
+/// of `dims` (row-major), `offset` in elements.
+fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usize, isize)) {
+    match dims {
+        [] => {
+            if len > 0 {
+                f(start, 0)
+            }
+        }
+        [d] => (start..start + len).for_each(|k| f(k, k as isize * d.s)),
+        _ => {
+            let mut idx = vec![0usize; dims.len()];
+            let (mut rem, mut off) = (start, 0isize);
+            for (i, d) in dims.iter().enumerate().rev() {
+                idx[i] = rem % d.n;
+                rem /= d.n;
+                off += idx[i] as isize * d.s;
+            }
+            for k in start..start + len {
+                f(k, off);
+                for (i, d) in dims.iter().enumerate().rev() {
+                    idx[i] += 1;
+                    off += d.s;
+                    if idx[i] < d.n {
+                        break;
+                    }
+                    off -= d.s * d.n as isize;
+                    idx[i] = 0;
                 }
             }
         }
     }
 }
 
-/// The sum of a run, in the accumulation kind of its type.
-fn sum<T: Element>(xs: &[T]) -> Scalar {
-    match T::DTYPE.category() {
-        crate::Category::Complex => {
-            let s = xs
-                .iter()
-                .fold(Complex64::new(0.0, 0.0), |acc, &x| match x.to_scalar() {
-                    Scalar::Complex(re, im) => acc + Complex64::new(re, im),
-                    _ => acc,
+/// Where results go: the fresh contiguous output (and indices), with what
+/// turns an accumulator into an output value.
+#[derive(Clone, Copy)]
+struct Sink {
+    out: usize,
+    dtype: DType,
+    indices: usize,
+    op: ReduceOp,
+    n: usize,
+}
+
+impl Sink {
+    fn put_sum<A: Acc>(&self, i: usize, a: A) {
+        let v = match self.op {
+            ReduceOp::Mean => mean(a.scalar(), self.dtype, self.n),
+            _ => a.scalar(),
+        };
+        with_element!(self.dtype, O => {
+            // SAFETY: `out` holds the output's elements of O; i < its numel,
+            // and each i is written by one thread.
+            unsafe { (self.out as *mut O).add(i).write(O::from_scalar(v)) }
+        })
+    }
+
+    fn put_extreme<T: Element>(&self, i: usize, v: T, at: usize) {
+        if self.dtype == T::DTYPE {
+            // SAFETY: as in `put_sum`; the output has T's dtype.
+            unsafe { (self.out as *mut T).add(i).write(v) }
+        } else {
+            with_element!(self.dtype, O => {
+                // SAFETY: as in `put_sum`.
+                unsafe { (self.out as *mut O).add(i).write(O::from_scalar(v.to_scalar())) }
+            })
+        }
+        if self.indices != 0 {
+            // SAFETY: `indices` holds as many int64 as the output; as above.
+            unsafe { (self.indices as *mut i64).add(i).write(at as i64) }
+        }
+    }
+}
+
+fn reduce_typed<T: Kernel>(
+    src: &Tensor,
+    dims: &[usize],
+    op: ReduceOp,
+    out: &Tensor,
+    indices: Option<&Tensor>,
+) -> Result<()> {
+    let Some(strides) = src.layout().element_strides(size_of::<T>()) else {
+        bail!(
+            InvalidOperation,
+            "reduction over a layout that is not whole elements"
+        );
+    };
+    let sink = Sink {
+        out: out.data_ptr() as usize,
+        dtype: out.dtype(),
+        indices: indices.map_or(0, |t| t.data_ptr() as usize),
+        op,
+        n: dims.iter().map(|&d| src.shape()[d]).product(),
+    };
+    let summing = matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+    if src.numel() == 0 {
+        // Only sums get here (PyTorch refuses empty max and min first).
+        if summing {
+            (0..out.numel()).for_each(|i| sink.put_sum(i, T::A::ZERO));
+        }
+        return Ok(());
+    }
+    let mut base = src.data_ptr().cast::<T>();
+    let (mut kept, mut red) = (Vec::new(), Vec::new());
+    for (d, (&n, &s)) in src.shape().iter().zip(&strides).enumerate() {
+        if n > 1 {
+            let dim = Dim { n, s };
+            if dims.contains(&d) {
+                red.push(dim)
+            } else {
+                kept.push(dim)
+            }
+        }
+    }
+    if indices.is_none() {
+        // The order of the reduced elements does not matter: read them
+        // forwards, in memory order.
+        for d in &mut red {
+            if d.s < 0 {
+                // SAFETY: the last element along d lies inside the storage.
+                base = unsafe { base.offset(d.s * (d.n as isize - 1)) };
+                d.s = -d.s;
+            }
+        }
+        red.sort_by_key(|d| std::cmp::Reverse(d.s));
+    }
+    let (kept, mut red) = (collapse(kept), collapse(red));
+    if red.is_empty() {
+        red.push(Dim { n: 1, s: 1 });
+    }
+    let base = base as usize;
+    let rows = red.last().is_some_and(|d| d.s != 1) && kept.last().is_some_and(|d| d.s == 1);
+    if rows {
+        by_rows::<T>(base, &kept, &red, sink);
+    } else {
+        by_runs::<T>(base, &kept, &red, sink);
+    }
+    Ok(())
+}
+
+/// Each output reduces the runs along the last reduced dimension (slices of
+/// memory when it is contiguous, else gathered a block at a time).
+fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
+    let outputs = count(kept);
+    let (run, outer) = match red.split_last() {
+        Some((&run, outer)) => (run, outer),
+        None => return,
+    };
+    let runs = count(outer);
+    let one = |i: usize, koff: isize| {
+        if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
+            let total = if runs == 1 {
+                run_sum::<T>(base, koff, run)
+            } else {
+                let mut p = Pairwise::new();
+                walk(outer, 0, runs, |_, roff| {
+                    p.push(run_sum::<T>(base, koff + roff, run))
                 });
-            Scalar::Complex(s.re, s.im)
+                p.total()
+            };
+            sink.put_sum(i, total);
+        } else {
+            let max = sink.op == ReduceOp::Max;
+            let need_pos = sink.indices != 0;
+            let mut best: Option<(T, usize)> = None;
+            walk(outer, 0, runs, |k, roff| {
+                let (v, at) = run_extreme::<T>(base, koff + roff, run, max, need_pos);
+                let cand = (v, k * run.n + at.min(run.n));
+                best = Some(best.map_or(cand, |b| better_of(b, cand, max)));
+            });
+            if let Some((v, at)) = best {
+                sink.put_extreme(i, v, at);
+            }
         }
-        crate::Category::Floating => {
-            Scalar::Float(xs.iter().fold(0.0, |acc, &x| acc + x.cast::<f64>()))
+    };
+    if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
+        let tasks = (rayon::current_num_threads() * 4).min(outputs);
+        let per = outputs.div_ceil(tasks);
+        (0..tasks).into_par_iter().for_each(|t| {
+            let start = (t * per).min(outputs);
+            walk(kept, start, per.min(outputs - start), one);
+        });
+    } else {
+        walk(kept, 0, outputs, one);
+    }
+}
+
+/// The run of `run.n` elements at `off`, as a slice when contiguous.
+fn slice<'a, T>(base: usize, off: isize, n: usize) -> &'a [T] {
+    // SAFETY: the tensor's layout keeps these n elements inside its
+    // storage (aligned: `materialize` staged misaligned memory), and
+    // nothing writes them during the reduction (the output is fresh).
+    unsafe { std::slice::from_raw_parts((base as *const T).offset(off), n) }
+}
+
+/// Calls `f(k, block)` with the elements of a strided run, `GATHER` at a
+/// time, `k` the position of the block's first element.
+fn gathered<T: Element>(base: usize, off: isize, run: Dim, mut f: impl FnMut(usize, &[T])) {
+    let mut buf = [T::zeroed(); GATHER];
+    let p = base as *const T;
+    for k in (0..run.n).step_by(GATHER) {
+        let len = GATHER.min(run.n - k);
+        for (j, b) in buf[..len].iter_mut().enumerate() {
+            // SAFETY: element k + j of the run lies inside the storage.
+            *b = unsafe { *p.offset(off + (k + j) as isize * run.s) };
         }
-        _ => Scalar::Int(
-            xs.iter()
-                .fold(0i64, |acc, &x| acc.wrapping_add(x.cast::<i64>())) as i128,
-        ),
+        f(k, &buf[..len]);
+    }
+}
+
+fn run_sum<T: Kernel>(base: usize, off: isize, run: Dim) -> T::A {
+    if run.s == 1 {
+        return sum_run::<T>(slice(base, off, run.n));
+    }
+    let mut p = Pairwise::new();
+    gathered::<T>(base, off, run, |_, xs| p.push(sum_run::<T>(xs)));
+    p.total()
+}
+
+fn run_extreme<T: Kernel>(
+    base: usize,
+    off: isize,
+    run: Dim,
+    max: bool,
+    need_pos: bool,
+) -> (T, usize) {
+    if run.s == 1 {
+        return extreme_run::<T>(slice(base, off, run.n), max, need_pos);
+    }
+    let mut best: Option<(T, usize)> = None;
+    gathered::<T>(base, off, run, |k, xs| {
+        let (v, at) = T::extreme(xs, max, true);
+        let cand = (v, k + at);
+        best = Some(best.map_or(cand, |b| better_of(b, cand, max)));
+    });
+    best.unwrap_or((T::zeroed(), 0))
+}
+
+/// The innermost kept dimension is contiguous: tiles of its columns
+/// accumulate every reduced row (a vectorised add or compare per row).
+fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
+    let Some((&cols, outer)) = kept.split_last() else {
+        return;
+    };
+    let tiles = cols.n.div_ceil(TILE);
+    let units = count(outer) * tiles;
+    let rows = count(red);
+    let unit = |u: usize| {
+        let (o, t) = (u / tiles, u % tiles);
+        let mut koff = 0;
+        walk(outer, o, 1, |_, off| koff = off);
+        let c0 = t * TILE;
+        let w = TILE.min(cols.n - c0);
+        let koff = koff + c0 as isize;
+        let first = o * cols.n + c0;
+        if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
+            let mut acc = [T::A::ZERO; TILE];
+            let acc = &mut acc[..w];
+            walk(red, 0, rows, |_, roff| {
+                T::add_row(acc, slice(base, koff + roff, w))
+            });
+            acc.iter()
+                .enumerate()
+                .for_each(|(j, &a)| sink.put_sum(first + j, a));
+        } else {
+            let max = sink.op == ReduceOp::Max;
+            let row0 = slice::<T>(base, koff, w);
+            let mut best = [row0[0]; TILE];
+            best[..w].copy_from_slice(row0);
+            let mut at = [0i64; TILE];
+            let at_w = if sink.indices != 0 { w } else { 0 };
+            walk(red, 1, rows - 1, |r, roff| {
+                T::extreme_row(
+                    &mut best[..w],
+                    &mut at[..at_w],
+                    slice(base, koff + roff, w),
+                    r as i64,
+                    max,
+                )
+            });
+            (0..w).for_each(|j| sink.put_extreme(first + j, best[j], at[j] as usize));
+        }
+    };
+    if units > 1 && units / tiles * cols.n * rows >= PARALLEL_MIN {
+        (0..units).into_par_iter().for_each(unit);
+    } else {
+        (0..units).for_each(unit);
     }
 }
 
@@ -108,31 +376,25 @@ fn mean(total: Scalar, dtype: DType, n: usize) -> Scalar {
     }
 }
 
-/// The largest (or smallest) value of a non-empty run and its first position;
-/// the first NaN wins outright.
-fn extreme<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
-    let (mut best, mut at) = (xs[0], 0);
-    if best.is_nan() {
-        return (best, 0);
-    }
-    for (i, &x) in xs.iter().enumerate().skip(1) {
-        if x.is_nan() {
-            return (x, i);
-        }
-        if if max { best.less(x) } else { x.less(best) } {
-            (best, at) = (x, i);
-        }
-    }
-    (best, at)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Writes one value per element of the fresh contiguous `out`, cast to its dtype.
-fn write_scalars(out: &Tensor, values: impl Iterator<Item = Scalar>) {
-    with_element!(out.dtype(), O => {
-        let ptr = out.data_ptr().cast::<O>();
-        for (i, v) in values.enumerate().take(out.numel()) {
-            // SAFETY: out is fresh, contiguous and holds numel elements of O.
-            unsafe { ptr.add(i).write(O::from_scalar(v)) };
-        }
-    })
+    #[test]
+    fn collapse_merges_contiguous_neighbours() {
+        let d = |n, s| Dim { n, s };
+        assert_eq!(collapse(vec![d(2, 12), d(3, 4), d(4, 1)]), vec![d(24, 1)]);
+        assert_eq!(
+            collapse(vec![d(2, 24), d(3, 4), d(4, 1)]),
+            vec![d(2, 24), d(12, 1)]
+        );
+    }
+
+    #[test]
+    fn walk_visits_row_major_offsets() {
+        let dims = [Dim { n: 2, s: 10 }, Dim { n: 3, s: -1 }];
+        let mut seen = Vec::new();
+        walk(&dims, 1, 4, |k, off| seen.push((k, off)));
+        assert_eq!(seen, vec![(1, -1), (2, -2), (3, 10), (4, 9)]);
+    }
 }

@@ -1,0 +1,316 @@
+//! Contiguous casts between the common dtypes (float16, bfloat16, float32,
+//! float64, int32, int64) as plain loops the compiler vectorises, `half`'s
+//! slice conversions for the narrow floats (F16C where the CPU has it), split
+//! across rayon's threads when large. Each gives exactly what
+//! `Element::cast` gives (the generic path through `Scalar`): floats to
+//! integers truncate, and beyond int64 wrap as a cast through `i128` does.
+
+use crate::DType;
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+/// Elements past which a cast splits across threads.
+const PARALLEL_MIN: usize = 1 << 17;
+/// Elements converted at a time through a float32/float64 buffer.
+const BLOCK: usize = 512;
+
+/// Float to integer as `(x as i128) as $t` (the generic cast), on the fast
+/// `as i64` path whenever that gives the same bits.
+macro_rules! float_to_int {
+    ($x:expr, $t:ty) => {{
+        let x = $x;
+        if x.abs() < 9_223_372_036_854_775_808.0 {
+            x as i64 as $t
+        } else {
+            x as i128 as $t
+        }
+    }};
+}
+
+/// Converts `src` into `dst` (same length) for one (source, target) pair.
+trait CastSlice<D>: Sized {
+    fn cast_slice(src: &[Self], dst: &mut [D]);
+}
+
+macro_rules! cast_as {
+    ($($s:ty => $d:ty),*) => {$(
+        impl CastSlice<$d> for $s {
+            fn cast_slice(src: &[$s], dst: &mut [$d]) {
+                dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s as $d);
+            }
+        }
+    )*};
+}
+cast_as!(f32 => f64, f64 => f32, i32 => f32, i32 => f64, i64 => f32, i64 => f64, i32 => i64, i64 => i32);
+
+macro_rules! cast_float_int {
+    ($($s:ty => $d:ty),*) => {$(
+        impl CastSlice<$d> for $s {
+            fn cast_slice(src: &[$s], dst: &mut [$d]) {
+                dst.iter_mut().zip(src).for_each(|(d, &s)| *d = float_to_int!(s, $d));
+            }
+        }
+    )*};
+}
+cast_float_int!(f32 => i32, f32 => i64, f64 => i32, f64 => i64);
+
+impl CastSlice<f16> for f32 {
+    fn cast_slice(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src);
+    }
+}
+
+impl CastSlice<bf16> for f32 {
+    /// `bf16::from_f32` (round to nearest even, NaN kept quiet) without its
+    /// branches, so the loop vectorises.
+    fn cast_slice(src: &[f32], dst: &mut [bf16]) {
+        dst.iter_mut().zip(src).for_each(|(d, &x)| {
+            let b = x.to_bits();
+            let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+            let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+            let quiet = ((b >> 16) | 0x0040) as u16;
+            *d = bf16::from_bits(if nan { quiet } else { rounded });
+        });
+    }
+}
+
+macro_rules! cast_half {
+    ($($h:ty),*) => {$(
+        impl CastSlice<$h> for f64 {
+            fn cast_slice(src: &[f64], dst: &mut [$h]) {
+                dst.convert_from_f64_slice(src);
+            }
+        }
+        impl CastSlice<f32> for $h {
+            fn cast_slice(src: &[$h], dst: &mut [f32]) {
+                src.convert_to_f32_slice(dst);
+            }
+        }
+        impl CastSlice<f64> for $h {
+            fn cast_slice(src: &[$h], dst: &mut [f64]) {
+                src.convert_to_f64_slice(dst);
+            }
+        }
+        // Integers reach the narrow floats through float64 (one rounding,
+        // as the generic cast), and leave them through float32 (exact).
+        impl CastSlice<$h> for i32 {
+            fn cast_slice(src: &[i32], dst: &mut [$h]) {
+                via_f64(src, dst, |x| x as f64);
+            }
+        }
+        impl CastSlice<$h> for i64 {
+            fn cast_slice(src: &[i64], dst: &mut [$h]) {
+                via_f64(src, dst, |x| x as f64);
+            }
+        }
+        impl CastSlice<i32> for $h {
+            fn cast_slice(src: &[$h], dst: &mut [i32]) {
+                via_f32(src, dst, |x| float_to_int!(x, i32));
+            }
+        }
+        impl CastSlice<i64> for $h {
+            fn cast_slice(src: &[$h], dst: &mut [i64]) {
+                via_f32(src, dst, |x| float_to_int!(x, i64));
+            }
+        }
+    )*};
+}
+cast_half!(f16, bf16);
+
+impl CastSlice<bf16> for f16 {
+    fn cast_slice(src: &[f16], dst: &mut [bf16]) {
+        via_f32(src, dst, bf16::from_f32);
+    }
+}
+
+impl CastSlice<f16> for bf16 {
+    fn cast_slice(src: &[bf16], dst: &mut [f16]) {
+        via_f32(src, dst, f16::from_f32);
+    }
+}
+
+/// A narrow float source widened to float32 a block at a time.
+fn via_f32<H, D>(src: &[H], dst: &mut [D], f: impl Fn(f32) -> D)
+where
+    [H]: HalfFloatSliceExt,
+{
+    let mut buf = [0f32; BLOCK];
+    for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let buf = &mut buf[..s.len()];
+        s.convert_to_f32_slice(buf);
+        d.iter_mut().zip(buf.iter()).for_each(|(d, &x)| *d = f(x));
+    }
+}
+
+/// An integer source through float64 into a narrow float, a block at a time.
+fn via_f64<S: Copy, H>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f64)
+where
+    [H]: HalfFloatSliceExt,
+{
+    let mut buf = [0f64; BLOCK];
+    for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let buf = &mut buf[..s.len()];
+        buf.iter_mut().zip(s).for_each(|(b, &x)| *b = f(x));
+        d.convert_from_f64_slice(buf);
+    }
+}
+
+/// `cast_slice` over threads when long.
+fn run<S: CastSlice<D> + Sync, D: Send>(src: &[S], dst: &mut [D]) {
+    if src.len() < PARALLEL_MIN {
+        return S::cast_slice(src, dst);
+    }
+    let per = src
+        .len()
+        .div_ceil(rayon::current_num_threads() * 2)
+        .next_multiple_of(BLOCK);
+    dst.par_chunks_mut(per)
+        .zip(src.par_chunks(per))
+        .for_each(|(d, s)| S::cast_slice(s, d));
+}
+
+/// Casts `n` contiguous elements from `src` (of `from`) to `dst` (of `to`)
+/// when the pair has a fast loop; false (nothing written) otherwise.
+///
+/// # Safety
+/// `src` holds `n` aligned elements of `from`, `dst` room for `n` aligned
+/// elements of `to`, and the two do not overlap.
+pub(crate) unsafe fn cast_contiguous(
+    from: DType,
+    to: DType,
+    src: *const u8,
+    dst: *mut u8,
+    n: usize,
+) -> bool {
+    macro_rules! pair {
+        ($s:ty, $d:ty) => {{
+            // SAFETY: the caller's promise.
+            let (s, d) = unsafe {
+                (
+                    std::slice::from_raw_parts(src.cast::<$s>(), n),
+                    std::slice::from_raw_parts_mut(dst.cast::<$d>(), n),
+                )
+            };
+            run::<$s, $d>(s, d);
+            true
+        }};
+    }
+    use DType::*;
+    match (from, to) {
+        (F32, F64) => pair!(f32, f64),
+        (F64, F32) => pair!(f64, f32),
+        (I32, F32) => pair!(i32, f32),
+        (I32, F64) => pair!(i32, f64),
+        (I64, F32) => pair!(i64, f32),
+        (I64, F64) => pair!(i64, f64),
+        (I32, I64) => pair!(i32, i64),
+        (I64, I32) => pair!(i64, i32),
+        (F32, I32) => pair!(f32, i32),
+        (F32, I64) => pair!(f32, i64),
+        (F64, I32) => pair!(f64, i32),
+        (F64, I64) => pair!(f64, i64),
+        (F32, F16) => pair!(f32, f16),
+        (F32, BF16) => pair!(f32, bf16),
+        (F64, F16) => pair!(f64, f16),
+        (F64, BF16) => pair!(f64, bf16),
+        (F16, F32) => pair!(f16, f32),
+        (BF16, F32) => pair!(bf16, f32),
+        (F16, F64) => pair!(f16, f64),
+        (BF16, F64) => pair!(bf16, f64),
+        (I32, F16) => pair!(i32, f16),
+        (I32, BF16) => pair!(i32, bf16),
+        (I64, F16) => pair!(i64, f16),
+        (I64, BF16) => pair!(i64, bf16),
+        (F16, I32) => pair!(f16, i32),
+        (F16, I64) => pair!(f16, i64),
+        (BF16, I32) => pair!(bf16, i32),
+        (BF16, I64) => pair!(bf16, i64),
+        (F16, BF16) => pair!(f16, bf16),
+        (BF16, F16) => pair!(bf16, f16),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Element;
+
+    /// Every fast pair agrees bit for bit with the generic cast.
+    #[test]
+    fn fast_casts_match_the_generic_cast() {
+        let xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            1.5,
+            -2.5,
+            0.1,
+            65504.0,
+            65520.0,
+            1e10,
+            -3e9,
+            3e38,
+            1e300,
+            -1e19,
+            2e19,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            123456789.0,
+            -7.999,
+            2147483648.0,
+        ];
+        macro_rules! check {
+            ($s:ty, $d:ty) => {{
+                let src: Vec<$s> = xs
+                    .iter()
+                    .map(|&x| <$s>::from_scalar(crate::Scalar::Float(x)))
+                    .collect();
+                let mut dst = vec![<$d as bytemuck::Zeroable>::zeroed(); src.len()];
+                <$s as CastSlice<$d>>::cast_slice(&src, &mut dst);
+                for (s, d) in src.iter().zip(&dst) {
+                    let want: $d = s.cast();
+                    assert_eq!(
+                        format!("{:?}", want.to_scalar()),
+                        format!("{:?}", d.to_scalar()),
+                        "{} -> {} of {:?}",
+                        stringify!($s),
+                        stringify!($d),
+                        s.to_scalar()
+                    );
+                }
+            }};
+        }
+        check!(f32, f64);
+        check!(f64, f32);
+        check!(i32, f32);
+        check!(i32, f64);
+        check!(i64, f32);
+        check!(i64, f64);
+        check!(i32, i64);
+        check!(i64, i32);
+        check!(f32, i32);
+        check!(f32, i64);
+        check!(f64, i32);
+        check!(f64, i64);
+        check!(f32, f16);
+        check!(f32, bf16);
+        check!(f64, f16);
+        check!(f64, bf16);
+        check!(f16, f32);
+        check!(bf16, f32);
+        check!(f16, f64);
+        check!(bf16, f64);
+        check!(i32, f16);
+        check!(i32, bf16);
+        check!(i64, f16);
+        check!(i64, bf16);
+        check!(f16, i32);
+        check!(f16, i64);
+        check!(bf16, i32);
+        check!(bf16, i64);
+        check!(f16, bf16);
+        check!(bf16, f16);
+    }
+}

@@ -1,0 +1,572 @@
+//! Reduction kernels over one contiguous run (and over one row of columns),
+//! per element type: the loops `reduce.rs` drives.
+//!
+//! Float64 sums are NumPy's pairwise summation, step for step (the same
+//! bits). Other sums are pairwise too: leaves of [`LEAF`] elements summed in [`LANES`]
+//! independent accumulators (16 additions each, as NumPy's 8 accumulators
+//! over blocks of 128), leaves combined by halving, so the error grows with
+//! `log n`. Floats accumulate in float64 (float16 and bfloat16 are widened
+//! to float32 a block at a time with `half`'s slice conversions, F16C where
+//! the CPU has it), integers and bools in wrapping int64, complex numbers in
+//! complex128. The lanes are plain arrays the compiler vectorises.
+
+use super::arith::Arith;
+use crate::Scalar;
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
+
+/// Elements per pairwise leaf.
+pub(crate) const LEAF: usize = 256;
+/// Independent accumulators per leaf.
+const LANES: usize = 16;
+/// Work (elements) past which a reduction splits across rayon's threads
+/// (measured on 2 cores: below it the hand-off costs more than it saves).
+pub(crate) const PARALLEL_MIN: usize = 1 << 16;
+
+/// An accumulator: float64, wrapping int64 or complex128.
+pub(crate) trait Acc: Copy + Send + Sync {
+    const ZERO: Self;
+    fn plus(self, other: Self) -> Self;
+    fn scalar(self) -> Scalar;
+}
+
+impl Acc for f64 {
+    const ZERO: Self = 0.0;
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+    fn scalar(self) -> Scalar {
+        Scalar::Float(self)
+    }
+}
+
+impl Acc for i64 {
+    const ZERO: Self = 0;
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+    fn scalar(self) -> Scalar {
+        Scalar::Int(self as i128)
+    }
+}
+
+impl Acc for Complex64 {
+    const ZERO: Self = Complex64::new(0.0, 0.0);
+    #[inline(always)]
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+    fn scalar(self) -> Scalar {
+        Scalar::Complex(self.re, self.im)
+    }
+}
+
+/// Partial sums combined pairwise as they arrive (a binary counter), so a
+/// long sequence of runs or chunks keeps the `log n` error of one run.
+pub(crate) struct Pairwise<A> {
+    levels: Vec<(u32, A)>,
+}
+
+impl<A: Acc> Pairwise<A> {
+    pub(crate) fn new() -> Self {
+        Pairwise { levels: Vec::new() }
+    }
+
+    pub(crate) fn push(&mut self, mut a: A) {
+        let mut level = 0;
+        while let Some(&(l, b)) = self.levels.last() {
+            if l != level {
+                break;
+            }
+            self.levels.pop();
+            a = b.plus(a);
+            level += 1;
+        }
+        self.levels.push((level, a));
+    }
+
+    pub(crate) fn total(&self) -> A {
+        self.levels
+            .iter()
+            .rev()
+            .fold(A::ZERO, |acc, &(_, a)| a.plus(acc))
+    }
+}
+
+/// The kernels of one element type.
+pub(crate) trait Kernel: Arith {
+    type A: Acc;
+    /// The sum of at most [`LEAF`] elements.
+    fn leaf_sum(xs: &[Self]) -> Self::A;
+    /// The pairwise sum of a run of any length.
+    fn pairwise(xs: &[Self]) -> Self::A {
+        lanes_pairwise(xs)
+    }
+    /// `acc[j] += row[j]` for every column.
+    fn add_row(acc: &mut [Self::A], row: &[Self]);
+    /// The largest (or smallest) value of a non-empty run and its first
+    /// position; the first NaN wins outright. The position may be
+    /// `usize::MAX` when `need_pos` is false.
+    fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
+        let _ = need_pos;
+        extreme_scalar(xs, max)
+    }
+    /// Per-column running winners updated with row `r`; `at` (the rows
+    /// they came from) is empty when no positions are wanted.
+    fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
+        if at.is_empty() {
+            extreme_values_row(best, row, max)
+        } else {
+            extreme_row_generic(best, at, row, r, max)
+        }
+    }
+}
+
+/// The pairwise sum of a contiguous run, split across threads when long.
+pub(crate) fn sum_run<T: Kernel>(xs: &[T]) -> T::A {
+    T::pairwise(xs)
+}
+
+/// Leaves of [`LEAF`] elements in lanes, halves added.
+fn lanes_pairwise<T: Kernel>(xs: &[T]) -> T::A {
+    if xs.len() <= LEAF {
+        return T::leaf_sum(xs);
+    }
+    let mid = (xs.len() / LEAF / 2).max(1) * LEAF;
+    let (l, r) = xs.split_at(mid);
+    if xs.len() >= 2 * PARALLEL_MIN {
+        let (a, b) = rayon::join(|| lanes_pairwise::<T>(l), || lanes_pairwise::<T>(r));
+        a.plus(b)
+    } else {
+        lanes_pairwise::<T>(l).plus(lanes_pairwise::<T>(r))
+    }
+}
+
+/// NumPy's own pairwise summation of float64 (`pairwise_sum` in its
+/// `loops_utils.h`: 8 accumulators over blocks of at most 128, halves cut at
+/// multiples of 8), so a float64 sum is NumPy's to the bit; the halves of
+/// long runs go to two threads, which changes no rounding.
+fn numpy_pairwise(a: &[f64]) -> f64 {
+    let n = a.len();
+    if n < 8 {
+        return a.iter().fold(0.0, |res, &x| res + x);
+    }
+    if n <= 128 {
+        let mut r = [0.0f64; 8];
+        r.copy_from_slice(&a[..8]);
+        let full = n - n % 8;
+        for c in a[8..full].chunks_exact(8) {
+            for (r, &x) in r.iter_mut().zip(c) {
+                *r += x;
+            }
+        }
+        let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        return a[full..].iter().fold(res, |res, &x| res + x);
+    }
+    let n2 = n / 2;
+    let (l, r) = a.split_at(n2 - n2 % 8);
+    if n >= 2 * PARALLEL_MIN {
+        let (x, y) = rayon::join(|| numpy_pairwise(l), || numpy_pairwise(r));
+        x + y
+    } else {
+        numpy_pairwise(l) + numpy_pairwise(r)
+    }
+}
+
+/// [`Kernel::extreme`] split across threads when the run is long.
+pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
+    if xs.len() < 2 * PARALLEL_MIN {
+        return T::extreme(xs, max, need_pos);
+    }
+    let mid = xs.len() / 2;
+    let (l, r) = xs.split_at(mid);
+    let (a, b) = rayon::join(
+        || extreme_run(l, max, need_pos),
+        || extreme_run(r, max, need_pos),
+    );
+    // A position the kernel did not look for stays unknown.
+    let b = (b.0, if b.1 == usize::MAX { b.1 } else { b.1 + mid });
+    better_of(a, b, max)
+}
+
+/// Of two candidates, the left (earlier) one unless the right one wins:
+/// a NaN on the left stays, a NaN on the right wins, ties stay left.
+#[inline(always)]
+pub(crate) fn better_of<T: Arith>(a: (T, usize), b: (T, usize), max: bool) -> (T, usize) {
+    if a.0.is_nan() {
+        return a;
+    }
+    if b.0.is_nan() || if max { a.0.less(b.0) } else { b.0.less(a.0) } {
+        b
+    } else {
+        a
+    }
+}
+
+/// The first winner by a plain scan (any type with `Arith`).
+pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
+    let (mut best, mut at) = (xs[0], 0);
+    if best.is_nan() {
+        return (best, 0);
+    }
+    for (i, &x) in xs.iter().enumerate().skip(1) {
+        if x.is_nan() {
+            return (x, i);
+        }
+        if if max { best.less(x) } else { x.less(best) } {
+            (best, at) = (x, i);
+        }
+    }
+    (best, at)
+}
+
+/// Per-column update of running winners with one more row `r` (NaN wins
+/// and stays; ties keep the earlier row).
+pub(crate) fn extreme_row_generic<T: Arith>(
+    best: &mut [T],
+    at: &mut [i64],
+    row: &[T],
+    r: i64,
+    max: bool,
+) {
+    for ((b, i), &x) in best.iter_mut().zip(at.iter_mut()).zip(row) {
+        if !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(*b) }) {
+            *b = x;
+            *i = r;
+        }
+    }
+}
+
+/// [`extreme_row_generic`] without positions: a select per column the
+/// compiler vectorises.
+pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
+    if max {
+        for (b, &x) in best.iter_mut().zip(row) {
+            let take = !b.is_nan() && (x.is_nan() || b.less(x));
+            *b = if take { x } else { *b };
+        }
+    } else {
+        for (b, &x) in best.iter_mut().zip(row) {
+            let take = !b.is_nan() && (x.is_nan() || x.less(*b));
+            *b = if take { x } else { *b };
+        }
+    }
+}
+
+#[inline(always)]
+fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += f(x);
+        }
+    }
+    let mut tail = 0.0;
+    for &x in chunks.remainder() {
+        tail += f(x);
+    }
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+    }
+    acc[0] + tail
+}
+
+#[inline(always)]
+fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
+    let mut acc = [0i64; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a = a.wrapping_add(f(x));
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0i64, |s, &x| s.wrapping_add(f(x)));
+    acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
+}
+
+/// The winner of a non-empty float run: lanes of maxima (NaN never enters
+/// them) and of NaN flags, then a scan for the first NaN or for the first
+/// element equal to the winner (only when its position, or the sign of a
+/// zero, matters).
+macro_rules! extreme_float {
+    ($name:ident, $t:ty) => {
+        fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
+            let mut best = [if max {
+                <$t>::NEG_INFINITY
+            } else {
+                <$t>::INFINITY
+            }; LANES];
+            let mut nan = [false; LANES];
+            let mut chunks = xs.chunks_exact(LANES);
+            if max {
+                for c in &mut chunks {
+                    for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
+                        *n |= x.is_nan();
+                        *b = if x > *b { x } else { *b };
+                    }
+                }
+            } else {
+                for c in &mut chunks {
+                    for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
+                        *n |= x.is_nan();
+                        *b = if x < *b { x } else { *b };
+                    }
+                }
+            }
+            let mut any_nan = nan.iter().any(|&n| n);
+            let mut b = best[0];
+            for &x in best.iter().skip(1).chain(chunks.remainder()) {
+                any_nan |= x.is_nan();
+                if (max && x > b) || (!max && x < b) {
+                    b = x;
+                }
+            }
+            if any_nan {
+                let at = xs.iter().position(|x| x.is_nan()).unwrap_or(0);
+                return (xs[at], at);
+            }
+            if !need_pos && b != 0.0 {
+                return (b, usize::MAX);
+            }
+            let at = xs.iter().position(|&x| x == b).unwrap_or(0);
+            (xs[at], at)
+        }
+    };
+}
+extreme_float!(extreme_f32, f32);
+extreme_float!(extreme_f64, f64);
+
+/// The winner of a non-empty integer run: lanes, then (if asked) a scan.
+macro_rules! extreme_int {
+    ($name:ident, $t:ty) => {
+        fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
+            let mut best = [xs[0]; LANES];
+            let mut chunks = xs.chunks_exact(LANES);
+            if max {
+                for c in &mut chunks {
+                    for (b, &x) in best.iter_mut().zip(c) {
+                        *b = (*b).max(x);
+                    }
+                }
+            } else {
+                for c in &mut chunks {
+                    for (b, &x) in best.iter_mut().zip(c) {
+                        *b = (*b).min(x);
+                    }
+                }
+            }
+            let all = best.iter().chain(chunks.remainder());
+            let b = if max {
+                all.copied().max()
+            } else {
+                all.copied().min()
+            }
+            .unwrap_or(xs[0]);
+            if !need_pos {
+                return (b, usize::MAX);
+            }
+            (b, xs.iter().position(|&x| x == b).unwrap_or(0))
+        }
+    };
+}
+
+macro_rules! int_kernel {
+    ($($t:ty => $ext:ident),*) => {$(
+        extreme_int!($ext, $t);
+        impl Kernel for $t {
+            type A = i64;
+            #[inline]
+            fn leaf_sum(xs: &[Self]) -> i64 {
+                lanes_i64(xs, |x| x as i64)
+            }
+            fn add_row(acc: &mut [i64], row: &[Self]) {
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a = a.wrapping_add(x as i64);
+                }
+            }
+            fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
+                $ext(xs, max, need_pos)
+            }
+        }
+    )*};
+}
+int_kernel!(u8 => extreme_u8, i8 => extreme_i8, i16 => extreme_i16, u16 => extreme_u16,
+            i32 => extreme_i32, u32 => extreme_u32, i64 => extreme_i64, u64 => extreme_u64);
+
+impl Kernel for bool {
+    type A = i64;
+    #[inline]
+    fn leaf_sum(xs: &[Self]) -> i64 {
+        lanes_i64(xs, |x| x as i64)
+    }
+    fn add_row(acc: &mut [i64], row: &[Self]) {
+        for (a, &x) in acc.iter_mut().zip(row) {
+            *a += x as i64;
+        }
+    }
+}
+
+impl Kernel for f32 {
+    type A = f64;
+    #[inline]
+    fn leaf_sum(xs: &[Self]) -> f64 {
+        lanes_f64(xs, |x| x as f64)
+    }
+    fn add_row(acc: &mut [f64], row: &[Self]) {
+        for (a, &x) in acc.iter_mut().zip(row) {
+            *a += x as f64;
+        }
+    }
+    fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
+        extreme_f32(xs, max, need_pos)
+    }
+}
+
+impl Kernel for f64 {
+    type A = f64;
+    #[inline]
+    fn leaf_sum(xs: &[Self]) -> f64 {
+        lanes_f64(xs, |x| x)
+    }
+    fn pairwise(xs: &[Self]) -> f64 {
+        // NumPy adds the pairwise total to its identity, 0.0 (so -0.0 sums to 0.0).
+        0.0 + numpy_pairwise(xs)
+    }
+    fn add_row(acc: &mut [f64], row: &[Self]) {
+        for (a, &x) in acc.iter_mut().zip(row) {
+            *a += x;
+        }
+    }
+    fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
+        extreme_f64(xs, max, need_pos)
+    }
+}
+
+/// float16 and bfloat16: widened to float32 a block at a time.
+macro_rules! half_kernel {
+    ($($t:ty),*) => {$(
+        impl Kernel for $t {
+            type A = f64;
+            #[inline]
+            fn leaf_sum(xs: &[Self]) -> f64 {
+                let mut buf = [0f32; LEAF];
+                let buf = &mut buf[..xs.len().min(LEAF)];
+                xs[..buf.len()].convert_to_f32_slice(buf);
+                lanes_f64(buf, |x| x as f64)
+            }
+            fn add_row(acc: &mut [f64], row: &[Self]) {
+                let mut buf = [0f32; LEAF];
+                for (acc, row) in acc.chunks_mut(LEAF).zip(row.chunks(LEAF)) {
+                    let buf = &mut buf[..row.len()];
+                    row.convert_to_f32_slice(buf);
+                    for (a, &x) in acc.iter_mut().zip(buf.iter()) {
+                        *a += x as f64;
+                    }
+                }
+            }
+            fn extreme(xs: &[Self], max: bool, _need_pos: bool) -> (Self, usize) {
+                let mut buf = [0f32; LEAF];
+                let mut best: Option<(Self, usize)> = None;
+                for (k, chunk) in xs.chunks(LEAF).enumerate() {
+                    let buf = &mut buf[..chunk.len()];
+                    chunk.convert_to_f32_slice(buf);
+                    let (_, at) = extreme_f32(buf, max, true);
+                    let cand = (chunk[at], k * LEAF + at);
+                    if cand.0.is_nan() {
+                        // Earlier chunks had none: this is the first NaN.
+                        return cand;
+                    }
+                    best = Some(match best {
+                        Some(b) => better_of(b, cand, max),
+                        None => cand,
+                    });
+                }
+                best.unwrap_or((xs[0], 0))
+            }
+            fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
+                // Both widened to float32 (exact), compared there; the
+                // winners are copied back as they were.
+                let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
+                for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
+                    let n = row.len();
+                    best.convert_to_f32_slice(&mut b32[..n]);
+                    row.convert_to_f32_slice(&mut x32[..n]);
+                    let old = b32;
+                    if at.is_empty() {
+                        extreme_values_row(&mut b32[..n], &x32[..n], max);
+                    } else {
+                        extreme_row_generic(&mut b32[..n], &mut at[k * LEAF..k * LEAF + n], &x32[..n], r, max);
+                    }
+                    for j in 0..n {
+                        if b32[j].to_bits() != old[j].to_bits() {
+                            best[j] = row[j];
+                        }
+                    }
+                }
+            }
+        }
+    )*};
+}
+half_kernel!(f16, bf16);
+
+macro_rules! complex_kernel {
+    ($($t:ty),*) => {$(
+        impl Kernel for $t {
+            type A = Complex64;
+            fn leaf_sum(xs: &[Self]) -> Complex64 {
+                xs.iter().fold(Complex64::ZERO, |s, x| s + Complex64::new(x.re as f64, x.im as f64))
+            }
+            fn add_row(acc: &mut [Complex64], row: &[Self]) {
+                for (a, x) in acc.iter_mut().zip(row) {
+                    *a += Complex64::new(x.re as f64, x.im as f64);
+                }
+            }
+        }
+    )*};
+}
+complex_kernel!(Complex32, Complex64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairwise_sum_of_tenths_is_exact_in_f32() {
+        let xs = vec![0.1f32; 1_000_003];
+        let exact = 0.1f32 as f64 * xs.len() as f64;
+        assert_eq!(sum_run(&xs) as f32, exact as f32);
+    }
+
+    #[test]
+    fn pairwise_counter_matches_a_plain_total() {
+        let mut p = Pairwise::new();
+        (1..=1000).for_each(|i| p.push(i as i64));
+        assert_eq!(p.total(), 500_500);
+    }
+
+    #[test]
+    fn extremes_take_the_first_winner_and_nan() {
+        let xs = [1.0f32, 3.0, -0.0, 3.0, 0.0];
+        assert_eq!(f32::extreme(&xs, true, true), (3.0, 1));
+        let mut ys = vec![0.5f64; 100];
+        ys[70] = f64::NAN;
+        ys[90] = f64::NAN;
+        assert_eq!(f64::extreme(&ys, false, false).1, 70);
+        let zs = [0.0f32, -0.0];
+        assert!(f32::extreme(&zs, false, false).0.is_sign_positive());
+        let hs: Vec<f16> = (0..1000).map(|i| f16::from_f32((i % 7) as f32)).collect();
+        assert_eq!(f16::extreme(&hs, true, true).1, 6);
+        assert_eq!(i32::extreme(&[3, 9, 1, 9], true, true), (9, 1));
+    }
+}

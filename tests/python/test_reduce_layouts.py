@@ -1,0 +1,188 @@
+"""Reductions over every layout the CPU kernels take apart (contiguous runs,
+rows of columns, gathered strided runs, negative and zero strides, long runs
+split across threads), against torch and NumPy; and the accuracy of float
+sums on adversarial data against exact references (at least as accurate as
+NumPy's pairwise summation)."""
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+
+
+def layouts(shape, seed=0):
+    """(name, NumPy array, dlbridge tensor) over the same memory, for views
+    of several layouts of `shape`."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal([s * 2 for s in shape]).astype(np.float32)
+    out = []
+    a = np.ascontiguousarray(base[tuple(slice(0, s) for s in shape)])
+    out.append(("contiguous", a))
+    out.append(("strided", base[tuple(slice(0, 2 * s, 2) for s in shape)]))
+    out.append(("flipped", base[tuple(slice(s - 1, None, -1) for s in shape)]))
+    perm = tuple(reversed(range(len(shape))))
+    out.append(("transposed", np.ascontiguousarray(a.transpose(perm)).transpose(perm)))
+    return [(name, v, db.from_numpy(v)) for name, v in out]
+
+
+DIMS_3D = [0, 1, 2, (0, 1), (0, 2), (1, 2), (0, 1, 2), None]
+
+
+@pytest.mark.parametrize("dims", DIMS_3D, ids=str)
+def test_sums_and_extremes_over_3d_layouts_match_numpy(dims):
+    for name, v, t in layouts((6, 5, 300)):
+        want = v.astype(np.float64).sum(axis=dims)
+        got = t.sum(dims) if dims is not None else t.sum()
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-4, err_msg=name)
+        got = t.mean(dims) if dims is not None else t.mean()
+        np.testing.assert_allclose(got.numpy(), v.astype(np.float64).mean(axis=dims), rtol=1e-5, atol=1e-5)
+        got = t.amax(dims) if dims is not None else t.amax()
+        np.testing.assert_array_equal(got.numpy(), v.max(axis=dims), err_msg=name)
+        got = t.amin(dims) if dims is not None else t.amin()
+        np.testing.assert_array_equal(got.numpy(), v.min(axis=dims), err_msg=name)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_max_min_with_indices_over_layouts_match_torch(dim):
+    for name, v, t in layouts((7, 6, 300), seed=1):
+        # Ties everywhere: the first position must win.
+        v = np.round(v * 2).astype(np.float32)
+        t = db.from_numpy(v)
+        for op in ("max", "min"):
+            values, idx = getattr(t, op)(dim)
+            tv, ti = getattr(torch.from_numpy(v.copy()), op)(dim)
+            np.testing.assert_array_equal(values.numpy(), tv.numpy(), err_msg=f"{name} {op}")
+            np.testing.assert_array_equal(idx.numpy(), ti.numpy(), err_msg=f"{name} {op}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "bool"])
+@pytest.mark.parametrize("shape", [(1,), (17,), (1000, 3), (3, 1000), (70, 80), (5, 4, 600)], ids=str)
+def test_every_dtype_and_dim_matches_torch(dtype, shape):
+    g = torch.Generator().manual_seed(5)
+    if dtype == "bool":
+        tt = torch.rand(shape, generator=g) > 0.5
+    elif dtype.startswith(("int", "uint")):
+        tt = torch.randint(0, 50, shape, generator=g).to(getattr(torch, dtype))
+    else:
+        tt = torch.randn(shape, generator=g).to(getattr(torch, dtype))
+    t = db.from_dlpack(tt)
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype in ("float16", "bfloat16") else dict(rtol=1e-5, atol=1e-5)
+    for dims in [None] + [d for k in range(1, len(shape) + 1) for d in itertools.combinations(range(len(shape)), k)]:
+        args = () if dims is None else (dims,)
+        want = tt.sum(*args).double() if dtype not in ("float16", "bfloat16") else tt.double().sum(*args)
+        np.testing.assert_allclose(torch.from_dlpack(t.sum(*args)).double().numpy(), want.numpy(), **tol)
+        if dtype != "bool":
+            for op in ("amax", "amin"):
+                np.testing.assert_array_equal(torch.from_dlpack(getattr(t, op)(*args)).double().numpy(),
+                                              getattr(tt, op)(*args).double().numpy())
+    if dtype != "bool":
+        for d in range(len(shape)):
+            for op in ("max", "min"):
+                values, idx = getattr(t, op)(d)
+                tv, ti = getattr(tt, op)(d)
+                assert torch.equal(torch.from_dlpack(values), tv)
+                assert torch.equal(torch.from_dlpack(idx), ti)
+
+
+def test_zero_and_negative_strides_and_empty_reductions():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = db.from_numpy(a)
+    e = t[0:1].expand(5, 4)
+    assert e.sum(0).tolist() == [0.0, 5.0, 10.0, 15.0]
+    assert e.sum().item() == 30.0
+    assert db.from_numpy(a[::-1, ::-1]).max(1)[1].tolist() == [0, 0, 0]
+    assert db.from_numpy(a[::-1]).sum(0).tolist() == a.sum(0).tolist()
+    assert t[:, :0].sum(1).tolist() == [0.0, 0.0, 0.0]
+    assert math.isnan(t[:, :0].mean(1)[0].item())
+
+
+def test_nan_wins_everywhere_with_its_first_position():
+    for n in (5, 100, 300_000):
+        a = np.ones(n, np.float32)
+        a[n // 3] = np.nan
+        a[n // 2] = np.nan
+        t = db.from_numpy(a)
+        v, i = t.max(0)
+        assert math.isnan(v.item()) and i.item() == n // 3
+        assert math.isnan(t.amin().item())
+        m = db.from_numpy(np.stack([a, a]).T.copy())  # (n, 2): reduced over rows
+        v, i = m.min(0)
+        assert i.tolist() == [n // 3, n // 3]
+
+
+def test_long_runs_split_across_threads_are_exact():
+    a = np.arange(3_000_001, dtype=np.int64)
+    assert db.from_numpy(a).sum().item() == int(a.sum())
+    v, i = db.from_numpy(a).max(0)
+    assert (v.item(), i.item()) == (3_000_000, 3_000_000)
+    b = np.full(2_000_003, 7, np.int32)
+    b[1_500_000] = 9
+    b[1_900_000] = 9
+    assert db.from_numpy(b).max(0)[1].item() == 1_500_000
+
+
+# ------------------------------------------------------------------- accuracy
+
+
+def exact_sum(a) -> Fraction:
+    return sum((Fraction(float(x)) for x in a), Fraction(0))
+
+
+def error(got, exact) -> float:
+    return abs(Fraction(float(got)) - exact) / max(abs(exact), Fraction(1, 10**300))
+
+
+def test_ten_million_tenths_in_float32_sum_exactly():
+    a = np.full(10**7, 0.1, np.float32)
+    want = np.float32(np.float64(np.float32(0.1)) * 10**7)  # exact product, one rounding
+    assert db.from_numpy(a).sum().item() == float(want)
+    assert db.from_numpy(a).mean().item() == pytest.approx(float(np.float32(0.1)), rel=1e-7)
+    rows = db.from_numpy(a.reshape(1000, 10**4)).sum(1).numpy()
+    assert (rows == np.float32(np.float64(np.float32(0.1)) * 10**4)).all()
+    cols = db.from_numpy(a.reshape(10**4, 1000)).sum(0).numpy()
+    assert (cols == np.float32(np.float64(np.float32(0.1)) * 10**4)).all()
+
+
+@pytest.mark.parametrize("case", ["alternating", "kahan", "growing", "cancelling", "small-after-large"])
+def test_float64_sums_are_within_the_pairwise_bound_and_no_worse_than_numpy(case):
+    """NumPy's pairwise summation errs by at most about (16 + log2 n) eps
+    sum|x|; dlbridge's must stay within that bound, and on the cases where
+    rounding does not cancel by chance it must not be worse than NumPy's."""
+    rng = np.random.default_rng(11)
+    n = 200_000
+    if case == "alternating":
+        a = np.where(np.arange(n) % 2 == 0, 1e16, 1.0)
+    elif case == "kahan":
+        a = np.tile([1.0, 1e100, 1.0, -1e100], n // 4)
+    elif case == "growing":
+        a = np.geomspace(1e-8, 1e8, n) * rng.choice([1, -1], n)
+    elif case == "small-after-large":
+        a = np.concatenate([[1e16], np.full(n, 1.0)])
+    else:
+        x = rng.standard_normal(n // 2) * 1e10
+        a = rng.permutation(np.concatenate([x, -x, rng.standard_normal(10)]))
+    exact = exact_sum(a)
+    ours = Fraction(db.from_numpy(a).sum().item())
+    bound = (16 + math.log2(len(a))) * np.finfo(np.float64).eps * float(np.abs(a).sum())
+    assert abs(ours - exact) <= Fraction(bound)
+    if case != "cancelling":
+        assert abs(ours - exact) <= abs(Fraction(float(np.sum(a))) - exact)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_narrow_float_sums_are_closer_to_exact_than_numpy_or_torch(dtype):
+    rng = np.random.default_rng(2)
+    n = 30_001 if dtype == "float16" else 1_000_003  # float16 holds sums below 65504
+    x = (rng.random(n) + 1).astype(np.float32)
+    tt = torch.from_numpy(x).to(getattr(torch, dtype))
+    exact = exact_sum(tt.double().numpy())
+    ours = torch.from_dlpack(db.from_dlpack(tt).sum()).item()
+    theirs = tt.sum().item()
+    assert error(ours, exact) <= error(theirs, exact) + 1e-12
+    if dtype == "float32":
+        assert error(ours, exact) <= error(np.sum(x), exact) + 1e-12
