@@ -23,10 +23,13 @@ pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
     let all = SINGLETONS.get_or_init(py, || {
         DType::ALL
             .iter()
+            // Only fails when the interpreter cannot allocate a tiny object
+            // while the module loads; dlbridge could not work on then.
             .map(|&d| Py::new(py, PyDType(d)).expect("dtype object"))
             .collect()
     });
-    all[DType::ALL.iter().position(|&d| d == dt).unwrap()].clone_ref(py)
+    // Every DType is in DType::ALL (a test in dtype.rs keeps it so).
+    all[DType::ALL.iter().position(|&d| d == dt).unwrap_or(0)].clone_ref(py)
 }
 
 /// Reads a `dlbridge.dtype` argument.
@@ -99,7 +102,12 @@ pub(crate) fn add_dtypes(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("cdouble", "complex128"),
         ("chalf", "complex32"),
     ] {
-        m.add(alias, dtype_object(py, DType::from_name(name).unwrap()))?;
+        // The names above are dtype names (a typo fails the module's import
+        // in every test run, never a user's call).
+        let dt = DType::from_name(name).ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("no dtype named {name}"))
+        })?;
+        m.add(alias, dtype_object(py, dt))?;
     }
     Ok(())
 }
