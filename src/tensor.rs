@@ -403,11 +403,22 @@ impl Tensor {
         }
         let t = self.contiguous()?;
         let t = cpu::materialize(&t)?;
-        Ok(crate::with_element!(t.dtype, T => {
+        // Reserved fallibly: a failed allocation in `collect` aborts the process.
+        let mut out = Vec::new();
+        out.try_reserve_exact(t.numel()).map_err(|_| {
+            crate::err!(
+                OutOfMemory,
+                "out of memory: cannot hold the {} values of a tensor of shape {:?}",
+                t.numel(),
+                t.shape()
+            )
+        })?;
+        crate::with_element!(t.dtype, T => {
             let ptr = t.data_ptr().cast::<T>();
             // SAFETY: t is contiguous, aligned and holds numel elements of T.
-            (0..t.numel()).map(|i| <T as crate::Element>::to_scalar(unsafe { ptr.add(i).read() })).collect()
-        }))
+            out.extend((0..t.numel()).map(|i| <T as crate::Element>::to_scalar(unsafe { ptr.add(i).read() })));
+        });
+        Ok(out)
     }
 
     /// Fills a floating tensor with uniform values in [0, 1) (`rand`).

@@ -81,7 +81,8 @@ def test_random_capsules_import_or_fail_cleanly_and_delete_once():
         capsule = PyCapsule_New(ctypes.addressof(m), name, None)
         try:
             t = db.from_dlpack(capsule)
-        except (BufferError, ValueError, TypeError) as e:
+        except (BufferError, ValueError, TypeError, RuntimeError) as e:
+            # RuntimeError: an element count past int64's, as torch.from_dlpack says (issue 21).
             assert str(e)
             assert len(DELETES) == 1, "a refused import must release the producer exactly once"
             outcomes["refused"] += 1

@@ -41,7 +41,7 @@ def test_expand_within_int64_still_works():
 
 def test_broadcasting_ops_and_broadcast_to():
     a, b = db.zeros(1, 1).expand(BIG, 1), db.zeros(1, 1).expand(1, BIG)
-    with pytest.raises(RuntimeError, match=NUMEL):
+    with pytest.raises(RuntimeError, match="overflow"):  # the result's allocation says so first
         a + b
     with pytest.raises(RuntimeError, match=NUMEL):
         a.expand(BIG, BIG)
@@ -98,3 +98,13 @@ def test_a_pickle_with_an_overflowing_shape_is_refused():
 def test_a_pickle_with_a_huge_but_overflowing_strided_shape_is_refused():
     with pytest.raises(RuntimeError, match=NUMEL):
         db._core._rebuild_tensor_v1(bytearray(8), "float32", (2**40, 2**40), (1, 1), 0, "cpu", False)
+
+
+@pytest.mark.parametrize("end", [2**63, 2**62, 1e30])
+def test_arange_of_an_impossible_length_is_an_error_not_a_panic(end):
+    # arange(2**63) once panicked (capacity overflow): the values are now written
+    # into memory allocated first, whose size is checked.
+    with pytest.raises(RuntimeError):
+        torch.arange(end, dtype=torch.float64)
+    with pytest.raises(RuntimeError):
+        db.arange(end, dtype=db.float64)
