@@ -104,7 +104,11 @@ impl Tensor {
     /// cast to `dtype` (each checked to fit). The memory comes first, from the
     /// fallible allocator, so a huge shape is an error rather than a failed
     /// allocation of the values (which aborts the process).
-    pub fn from_fn(shape: &[usize], dtype: DType, value: impl Fn(usize) -> Scalar) -> Result<Tensor> {
+    pub fn from_fn(
+        shape: &[usize],
+        dtype: DType,
+        value: impl Fn(usize) -> Scalar,
+    ) -> Result<Tensor> {
         let t = Tensor::empty(shape, dtype, Device::CPU)?;
         crate::with_element!(dtype, T => {
             let out = t.data_ptr().cast::<T>();

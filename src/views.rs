@@ -41,7 +41,11 @@ fn infer_shape(sizes: &[i64], numel: usize) -> Result<Vec<usize>> {
     }
     // PyTorch checks the requested sizes' product before anything else, so
     // an overflow is its numel error even when the sizes hold a zero.
-    let listed: Vec<usize> = sizes.iter().filter(|&&s| s >= 0).map(|&s| s as usize).collect();
+    let listed: Vec<usize> = sizes
+        .iter()
+        .filter(|&&s| s >= 0)
+        .map(|&s| s as usize)
+        .collect();
     checked_numel(&listed)?;
     let mut shape: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
     match infer {

@@ -27,10 +27,12 @@ pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -
     let invalid = |e: dlpark::tensor::Error| match e {
         // An element count past int64's is PyTorch's RuntimeError wherever a
         // shape is made (`Layout`'s invariant), an import included.
-        dlpark::tensor::Error::NumElementsOverflow | dlpark::tensor::Error::NumBytesOverflow => err!(
-            TooLarge,
-            "invalid DLPack tensor: numel: integer multiplication overflow"
-        ),
+        dlpark::tensor::Error::NumElementsOverflow | dlpark::tensor::Error::NumBytesOverflow => {
+            err!(
+                TooLarge,
+                "invalid DLPack tensor: numel: integer multiplication overflow"
+            )
+        }
         e => err!(InvalidTensor, "invalid DLPack tensor: {e}"),
     };
     // The rank bounds how much of `shape`/`strides` validation reads, so it

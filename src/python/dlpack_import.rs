@@ -286,7 +286,9 @@ fn table_of(ty: &Bound<'_, PyType>) -> Option<(&'static DLPackExchangeAPI, bool)
     };
     // SAFETY: discover only accepts tables that producers keep for the
     // life of their type (the API requires static tables).
-    let table = found.table.map(|p| unsafe { &*(p as *const DLPackExchangeAPI) });
+    let table = found
+        .table
+        .map(|p| unsafe { &*(p as *const DLPackExchangeAPI) });
     table.map(|t| (t, found.has_grad))
 }
 
@@ -295,7 +297,9 @@ fn table_of(ty: &Bound<'_, PyType>) -> Option<(&'static DLPackExchangeAPI, bool)
 /// has `requires_grad` (torch's tensors: their table exports them even so,
 /// while their `__dlpack__` refuses).
 fn discover(ty: &Bound<'_, PyType>) -> Producer {
-    let has_grad = ty.hasattr(pyo3::intern!(ty.py(), "requires_grad")).unwrap_or(false);
+    let has_grad = ty
+        .hasattr(pyo3::intern!(ty.py(), "requires_grad"))
+        .unwrap_or(false);
     let _ = PyErr::take(ty.py());
     Producer {
         table: discover_table(ty),
@@ -342,7 +346,11 @@ fn import_through_table(ob: &Bound<'_, PyAny>) -> Option<PyResult<(Tensor, bool)
     Some((|| {
         // Torch's table exports a tensor that requires grad, which its
         // `__dlpack__` refuses: refuse it as that path would.
-        if has_grad && ob.getattr(pyo3::intern!(py, "requires_grad"))?.is_truthy()? {
+        if has_grad
+            && ob
+                .getattr(pyo3::intern!(py, "requires_grad"))?
+                .is_truthy()?
+        {
             return Err(requires_grad_refused());
         }
         let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();

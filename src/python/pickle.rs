@@ -239,10 +239,8 @@ pub(crate) fn deep_copy(slf: &Bound<'_, PyTensor>, memo: &Bound<'_, PyAny>) -> P
         // Called by hand without a memo dict: a copy of its own.
         return this.compute(py, Tensor::clone_data);
     };
-    let storages = memo.call_method1(
-        pyo3::intern!(py, "setdefault"),
-        (MEMO_KEY, PyDict::new(py)),
-    )?;
+    let storages =
+        memo.call_method1(pyo3::intern!(py, "setdefault"), (MEMO_KEY, PyDict::new(py)))?;
     let storages = storages.cast::<PyDict>()?;
     let key = std::sync::Arc::as_ptr(t.storage()) as usize;
     let copied = match storages.get_item(key)? {
