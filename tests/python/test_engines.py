@@ -430,6 +430,8 @@ def dask_client(request):
     with bounded(request):
         client.close(timeout=WAIT)
         cluster.close(timeout=WAIT)
+    del client, cluster
+    gc.collect()  # the client's cycles hold tensors: later tests count live storages
 
 
 def test_dask_distributed_scatter_submit_gather(dask_client):
