@@ -49,15 +49,22 @@ fn overflow() -> crate::Error {
 }
 
 impl ForeignTensor {
-    /// Computes the byte range every element lies in, refusing sizes and
-    /// strides whose extent overflows, an extent that reaches below address
-    /// 0, and a NULL data pointer with elements (`ErrorKind::InvalidTensor`).
+    /// Computes the byte range every element lies in, refusing an element
+    /// count that overflows (`ErrorKind::TooLarge`, PyTorch's
+    /// `RuntimeError`, even when zero strides keep the extent small), sizes
+    /// and strides whose extent overflows, an extent that reaches below
+    /// address 0, a NULL data pointer with elements, and a stride count
+    /// that is not the rank (`ErrorKind::InvalidTensor`).
     pub fn check(self) -> Result<Checked> {
-        assert_eq!(
-            self.shape.len(),
-            self.byte_strides.len(),
-            "one stride per dimension"
-        );
+        if self.shape.len() != self.byte_strides.len() {
+            return Err(err!(
+                InvalidTensor,
+                "{} strides for {} dimensions",
+                self.byte_strides.len(),
+                self.shape.len()
+            ));
+        }
+        crate::layout::checked_numel(&self.shape)?;
         let itemsize = self.dtype.size() as isize;
         let (mut lo, mut hi) = (0isize, itemsize);
         if self.shape.contains(&0) {
@@ -113,6 +120,8 @@ impl Checked {
         // SAFETY: the caller's contract; start..start+len spans every element.
         let storage =
             unsafe { Storage::from_raw(self.start, self.len, self.device, self.read_only, owner) };
+        // `check` refused an overflowing element count and computed
+        // start..start+len to cover every element: from_parts's two checks.
         Tensor::from_parts(Arc::new(storage), self.layout, self.dtype)
             .expect("the checked extent covers the layout")
     }
@@ -151,6 +160,8 @@ pub fn view_in(
         .map(|&n| usize::try_from(n))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|_| refuse("negative dimension".into()))?;
+    // An element count past int64 is PyTorch's RuntimeError, whatever the strides.
+    crate::layout::checked_numel(&shape)?;
     let byte_offset = usize::try_from(offset)
         .ok()
         .and_then(|o| o.checked_mul(itemsize))
@@ -230,6 +241,11 @@ mod tests {
             ErrorKind::InvalidTensor
         );
         assert_eq!(kind(foreign(0, &[1], &[4])), ErrorKind::InvalidTensor);
+        assert_eq!(
+            kind(foreign(8, &[1 << 62, 1 << 62], &[0, 0])),
+            ErrorKind::TooLarge
+        );
+        assert_eq!(kind(foreign(8, &[2, 2], &[4])), ErrorKind::InvalidTensor);
         assert_eq!(byte_strides(&[i64::MIN], 1), Some(vec![isize::MIN]));
         assert_eq!(byte_strides(&[1 << 62], 8), None);
     }
@@ -266,9 +282,8 @@ mod tests {
         assert_eq!(kind(&[3], &[-1], 1), ErrorKind::InvalidTensor); // below the start
         assert_eq!(kind(&[2], &[i64::MAX], 0), ErrorKind::InvalidTensor);
         assert_eq!(kind(&[2, 2], &[1], 0), ErrorKind::InvalidTensor);
-        assert_eq!(
-            kind(&[1 << 62, 1 << 62], &[1, 1], 0),
-            ErrorKind::InvalidTensor
-        );
+        assert_eq!(kind(&[1 << 62, 1 << 62], &[1, 1], 0), ErrorKind::TooLarge);
+        // Zero strides keep the extent tiny; the element count still overflows.
+        assert_eq!(kind(&[1 << 62, 1 << 62], &[0, 0], 0), ErrorKind::TooLarge);
     }
 }

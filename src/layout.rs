@@ -8,6 +8,13 @@
 use crate::{Result, bail};
 
 /// A strided view of a storage buffer.
+///
+/// Invariant: the element count fits in [`MAX_NUMEL`]. Layouts with new
+/// sizes are checked where they are made (`broadcast_to`, `Tensor::alloc`,
+/// `Tensor::from_parts`, `ForeignTensor::check`, `view`'s shape inference);
+/// every other layout is a view that never has more elements than the
+/// layout it came from (indexing, permutes, unsqueeze), so `numel` cannot
+/// overflow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     pub shape: Vec<usize>,
@@ -55,15 +62,24 @@ pub fn contiguous_strides(shape: &[usize], itemsize: usize) -> Vec<isize> {
     strides
 }
 
-/// Number of elements, refusing shapes whose product overflows.
+/// The most elements a tensor may have: PyTorch counts them in an int64,
+/// and byte extents are `isize`.
+pub const MAX_NUMEL: usize = isize::MAX as usize;
+
+/// Number of elements, refusing shapes whose product passes [`MAX_NUMEL`]
+/// with PyTorch's error (`RuntimeError: numel: integer multiplication
+/// overflow`). Like PyTorch's, an overflow is not excused by a zero after
+/// it: `[2**62, 2**62, 0]` is refused too.
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     shape
         .iter()
-        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .try_fold(1usize, |acc, &n| {
+            acc.checked_mul(n).filter(|&p| p <= MAX_NUMEL)
+        })
         .ok_or_else(|| {
             crate::err!(
                 TooLarge,
-                "a tensor of shape {shape:?} has too many elements"
+                "numel: integer multiplication overflow (shape {shape:?})"
             )
         })
 }
@@ -83,6 +99,7 @@ impl Layout {
     }
 
     pub fn numel(&self) -> usize {
+        // Cannot overflow: see the type's invariant.
         self.shape.iter().product()
     }
 
@@ -155,6 +172,9 @@ impl Layout {
                 );
             };
         }
+        // Broadcasting is where sizes grow without memory: check them here,
+        // once, for `expand`, `broadcast_to` and every broadcasting op.
+        checked_numel(shape)?;
         Ok(Layout {
             shape: shape.to_vec(),
             strides,
@@ -383,6 +403,12 @@ mod tests {
             .unwrap();
         assert_eq!(l.strides, vec![0, 4, 0]);
         assert!(checked_numel(&[usize::MAX, 2]).is_err());
+        // PyTorch's limit is int64's, and a later zero excuses nothing.
+        assert!(checked_numel(&[1 << 62, 2]).is_err());
+        assert!(checked_numel(&[1 << 62, 1 << 62, 0]).is_err());
+        assert_eq!(checked_numel(&[1 << 31, 1 << 31]).unwrap(), 1 << 62);
+        let huge = Layout::contiguous(vec![1, 1], 4).broadcast_to(&[1 << 62, 1 << 62]);
+        assert_eq!(huge.unwrap_err().kind(), crate::ErrorKind::TooLarge);
     }
 
     #[test]

@@ -26,8 +26,10 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    /// A view of `storage`. Checks that every element lies inside it.
+    /// A view of `storage`. Checks that the element count fits (see
+    /// [`Layout`]'s invariant) and that every element lies inside it.
     pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Result<Tensor> {
+        checked_numel(&layout.shape)?;
         let (lo, hi) = layout.byte_extent(dtype.size());
         let start = layout.offset as isize + lo;
         if layout.numel() > 0 && (start < 0 || layout.offset as isize + hi > storage.len() as isize)
@@ -58,9 +60,17 @@ impl Tensor {
     }
 
     fn alloc(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
-        let bytes = checked_numel(shape)?
-            .checked_mul(dtype.size())
-            .ok_or_else(|| crate::err!(TooLarge, "a tensor of shape {shape:?} is too large"))?;
+        // PyTorch's words for both overflows here.
+        let bytes = checked_numel(shape)
+            .ok()
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| {
+                crate::err!(
+                    TooLarge,
+                    "Storage size calculation overflowed with sizes={shape:?}"
+                )
+            })?;
         let storage = backend::of(device).allocate(device, bytes, zeroed)?;
         Ok(Tensor {
             storage: Arc::new(storage),
@@ -80,11 +90,31 @@ impl Tensor {
         for v in values {
             v.check_fits(dtype, dtype.name())?;
         }
+        if values.len() != checked_numel(shape)? {
+            bail!(
+                InvalidValue,
+                "{} values for a tensor of shape {shape:?}",
+                values.len()
+            );
+        }
+        Tensor::from_fn(shape, dtype, |i| values[i])
+    }
+
+    /// A contiguous host tensor whose element `i` (row-major) is `value(i)`,
+    /// cast to `dtype` (each checked to fit). The memory comes first, from the
+    /// fallible allocator, so a huge shape is an error rather than a failed
+    /// allocation of the values (which aborts the process).
+    pub fn from_fn(
+        shape: &[usize],
+        dtype: DType,
+        value: impl Fn(usize) -> Scalar,
+    ) -> Result<Tensor> {
         let t = Tensor::empty(shape, dtype, Device::CPU)?;
-        assert_eq!(values.len(), t.numel(), "one value per element");
         crate::with_element!(dtype, T => {
             let out = t.data_ptr().cast::<T>();
-            for (i, &v) in values.iter().enumerate() {
+            for i in 0..t.numel() {
+                let v = value(i);
+                v.check_fits(dtype, dtype.name())?;
                 // SAFETY: t is a fresh contiguous buffer of numel elements of T.
                 unsafe { out.add(i).write(<T as crate::Element>::from_scalar(v)) };
             }
@@ -370,11 +400,22 @@ impl Tensor {
         }
         let t = self.to_device(Device::CPU)?.contiguous()?;
         let t = cpu::materialize(&t)?;
-        Ok(crate::with_element!(t.dtype, T => {
+        // Reserved fallibly: a failed allocation in `collect` aborts the process.
+        let mut out = Vec::new();
+        out.try_reserve_exact(t.numel()).map_err(|_| {
+            crate::err!(
+                OutOfMemory,
+                "out of memory: cannot hold the {} values of a tensor of shape {:?}",
+                t.numel(),
+                t.shape()
+            )
+        })?;
+        crate::with_element!(t.dtype, T => {
             let ptr = t.data_ptr().cast::<T>();
             // SAFETY: t is contiguous, aligned and holds numel elements of T.
-            (0..t.numel()).map(|i| <T as crate::Element>::to_scalar(unsafe { ptr.add(i).read() })).collect()
-        }))
+            out.extend((0..t.numel()).map(|i| <T as crate::Element>::to_scalar(unsafe { ptr.add(i).read() })));
+        });
+        Ok(out)
     }
 
     /// Fills a floating tensor with uniform values in [0, 1) (`rand`).

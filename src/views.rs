@@ -36,9 +36,17 @@ fn infer_shape(sizes: &[i64], numel: usize) -> Result<Vec<usize>> {
             -1 if infer.is_none() => infer = Some(i),
             -1 => bail!(InvalidOperation, "only one dimension can be inferred"),
             s if s < 0 => bail!(InvalidOperation, "invalid shape dimension {s}"),
-            s => known = known.checked_mul(s as usize).ok_or_else(invalid)?,
+            s => known = known.saturating_mul(s as usize),
         }
     }
+    // PyTorch checks the requested sizes' product before anything else, so
+    // an overflow is its numel error even when the sizes hold a zero.
+    let listed: Vec<usize> = sizes
+        .iter()
+        .filter(|&&s| s >= 0)
+        .map(|&s| s as usize)
+        .collect();
+    checked_numel(&listed)?;
     let mut shape: Vec<usize> = sizes.iter().map(|&s| s.max(0) as usize).collect();
     match infer {
         Some(i) => {

@@ -97,7 +97,12 @@ fn import_managed<M: dlpark::ManagedTensorBase>(
     }
     let ro = read_only(&m);
     // import_with drops (and so deletes) the managed tensor when it fails.
-    let t = import_with(m, ro).map_err(core)?;
+    // A shape whose element count overflows is a malformed tensor here (an
+    // import has no shape argument), whatever Python calls it.
+    let t = import_with(m, ro).map_err(|e| match e.kind() {
+        crate::ErrorKind::TooLarge => fail(dlb_status::DLB_ERR_INVALID_TENSOR, e.to_string()),
+        _ => core(e),
+    })?;
     put(out, t);
     Ok(())
 }
@@ -221,12 +226,7 @@ fn read_shape(ndim: i32, shape: *const i64) -> Result<Vec<usize>, dlb_status> {
             })
         })
         .collect::<Result<Vec<usize>, _>>()?;
-    checked_numel(&dims).map_err(|_| {
-        fail(
-            dlb_status::DLB_ERR_INVALID_ARGUMENT,
-            format!("shape {raw:?} has too many elements"),
-        )
-    })?;
+    checked_numel(&dims).map_err(|e| fail(dlb_status::DLB_ERR_INVALID_ARGUMENT, e.to_string()))?;
     Ok(dims)
 }
 

@@ -24,7 +24,17 @@ pub fn import_versioned_or_legacy<M: ManagedTensorBase>(managed: Managed<M>) -> 
 /// As [`import_versioned_or_legacy`], with the read-only decision made by the caller
 /// (e.g. for producers whose arrays are immutable but cannot say so).
 pub fn import_with<M: ManagedTensorBase>(managed: Managed<M>, read_only: bool) -> Result<Tensor> {
-    let invalid = |e: dlpark::tensor::Error| err!(InvalidTensor, "invalid DLPack tensor: {e}");
+    let invalid = |e: dlpark::tensor::Error| match e {
+        // An element count past int64's is PyTorch's RuntimeError wherever a
+        // shape is made (`Layout`'s invariant), an import included.
+        dlpark::tensor::Error::NumElementsOverflow | dlpark::tensor::Error::NumBytesOverflow => {
+            err!(
+                TooLarge,
+                "invalid DLPack tensor: numel: integer multiplication overflow"
+            )
+        }
+        e => err!(InvalidTensor, "invalid DLPack tensor: {e}"),
+    };
     // The rank bounds how much of `shape`/`strides` validation reads, so it
     // is checked before anything else is read.
     // SAFETY: reads one plain field of the producer's descriptor.

@@ -127,7 +127,10 @@ fn elementwise<R>(
         }
         (Operand::Tensor(x), Operand::Scalar(s)) => (x, number(s, false)),
         (Operand::Scalar(s), Operand::Tensor(y)) => (y, number(s, true)),
-        (Operand::Scalar(_), Operand::Scalar(_)) => unreachable!("device_of needs a tensor"),
+        (Operand::Scalar(_), Operand::Scalar(_)) => crate::bail!(
+            WrongType,
+            "an operation needs at least one tensor operand, got only numbers"
+        ),
     };
     let lhs = lhs.to_dtype(dtype)?;
     let shape = match rhs {

@@ -90,7 +90,8 @@ pub fn result_type(operands: &[Operand]) -> Result<DType> {
             Some(prev) => DType::promote(prev, dt)?,
         });
     }
-    Ok(combine(dims, combine(zero, wrapped)?)?.expect("at least one operand"))
+    combine(dims, combine(zero, wrapped)?)?
+        .ok_or_else(|| crate::err!(InvalidValue, "result_type needs at least one operand"))
 }
 
 fn device_of(operands: &[Operand]) -> Result<Device> {
@@ -98,7 +99,12 @@ fn device_of(operands: &[Operand]) -> Result<Device> {
         Operand::Tensor(t) => Some(t.device()),
         Operand::Scalar(_) => None,
     });
-    let first = devices.next().expect("a tensor operand");
+    let first = devices.next().ok_or_else(|| {
+        crate::err!(
+            WrongType,
+            "an operation needs at least one tensor operand, got only numbers"
+        )
+    })?;
     for d in devices {
         if d != first {
             let (accelerator, other) = Device::host_last(first, d);

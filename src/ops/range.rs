@@ -33,14 +33,19 @@ pub fn arange(
             "upper bound and lower bound inconsistent with step sign"
         );
     }
-    let n = ((e - s) / st).ceil() as usize;
-    let values: Vec<Scalar> = match (start, step) {
+    let count = ((e - s) / st).ceil();
+    // PyTorch's check and words; NaN fails it too.
+    if !(0.0..=crate::layout::MAX_NUMEL as f64).contains(&count) {
+        bail!(TooLarge, "invalid size, possible overflow?");
+    }
+    let n = count as usize;
+    let t = match (start, step) {
         (Scalar::Int(a), Scalar::Int(b)) if all_int => {
-            (0..n).map(|i| Scalar::Int(a + b * i as i128)).collect()
+            Tensor::from_fn(&[n], dtype, |i| Scalar::Int(a + b * i as i128))
         }
-        _ => (0..n).map(|i| Scalar::Float(s + st * i as f64)).collect(),
-    };
-    Tensor::from_scalars(&[n], &values, dtype)?.to_device(device)
+        _ => Tensor::from_fn(&[n], dtype, |i| Scalar::Float(s + st * i as f64)),
+    }?;
+    t.to_device(device)
 }
 
 /// The identity matrix (`eye(n, m)`).

@@ -172,6 +172,7 @@ fn extreme_dim(name: &str, a: &Tensor, dim: i64, keepdim: bool, op: ReduceOp) ->
     let (values, indices) = run(a, &dims, keepdim, op, a.dtype(), true)?;
     Ok(Reduced {
         values,
+        // `run(.., true)` always returns indices: asked for on the line above.
         indices: indices.expect("asked for"),
     })
 }

@@ -12,7 +12,7 @@
 use super::args::{Rhs, rhs, to_scalar};
 use super::creation::tensor_from_data;
 use super::dtype::extract_opt_dtype;
-use super::errors::{IntoPyResult, type_name};
+use super::errors::{IntoPyResult, type_name, warn_if_imaginary_dropped};
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
 use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor, UnaryOp};
@@ -141,6 +141,7 @@ pub(crate) fn copy_<'py>(
         None => tensor_from_data(py, src, None, None)?,
     };
     let dst = &this.inner;
+    warn_if_imaginary_dropped(py, src.dtype(), dst.dtype())?;
     maybe_detach(py, dst.numel(), || dst.copy_(&src)).py()?;
     Ok(slf.clone())
 }

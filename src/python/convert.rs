@@ -11,7 +11,7 @@
 use super::args::{Target, normalize_dim, to_target};
 use super::device::extract_opt_device;
 use super::dtype::extract_dtype;
-use super::errors::IntoPyResult;
+use super::errors::{IntoPyResult, warn_if_imaginary_dropped};
 use super::tensor::{PyTensor, legacy_type_name, maybe_detach};
 use crate::{DType, Device, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -37,6 +37,9 @@ fn convert(slf: &Bound<'_, PyTensor>, target: Target) -> PyResult<Py<PyAny>> {
     let same_dtype = dtype.is_none_or(|d| d == t.dtype());
     if same_device && same_dtype && !copy {
         return Ok(slf.clone().into_any().unbind());
+    }
+    if let Some(d) = dtype {
+        warn_if_imaginary_dropped(py, t.dtype(), d)?;
     }
     let out = maybe_detach(py, t.numel(), || -> crate::Result<Tensor> {
         let moved = match device {

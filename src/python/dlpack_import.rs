@@ -203,6 +203,8 @@ fn from_dlpack(
 ) -> PyResult<PyTensor> {
     let device = extract_opt_device(device)?;
     let (t, copied) = match x.cast::<PyTensor>() {
+        // As torch.from_dlpack of a torch tensor: its __dlpack__ refuses.
+        Ok(own) if own.get().requires_grad() => return Err(requires_grad_refused()),
         Ok(own) => (own.get().inner.clone(), false),
         // An ndarray is read directly, as from_numpy does: the same tensor
         // (shared memory, read-only kept) without a DLPack round trip, which
@@ -237,13 +239,28 @@ fn from_dlpack(
 
 // ----- through the producer's C exchange API table -----
 
-/// Per producer type: its table, or `None` (use `__dlpack__`). The type is
-/// kept alive so its address cannot be reused by another type.
-type TypeCache = HashMap<usize, (Py<PyType>, Option<usize>)>;
+/// What torch's `__dlpack__` (and so NumPy's `from_dlpack`) says of a tensor
+/// that requires grad; dlbridge's own exports say the same.
+fn requires_grad_refused() -> PyErr {
+    PyBufferError::new_err("Can't export tensors that require gradient, use tensor.detach()")
+}
+
+/// What dlbridge knows of a producer type: its exchange table, if any, and
+/// whether its instances have a `requires_grad` attribute (torch's tensors).
+#[derive(Clone, Copy)]
+struct Producer {
+    table: Option<usize>,
+    has_grad: bool,
+}
+
+/// Per producer type: what `discover` found. The type is kept alive so its
+/// address cannot be reused by another type.
+type TypeCache = HashMap<usize, (Py<PyType>, Producer)>;
 static CACHE: Mutex<Option<TypeCache>> = Mutex::new(None);
 
-/// The exchange table of `ty`, looked up once per type.
-fn table_of(ty: &Bound<'_, PyType>) -> Option<&'static DLPackExchangeAPI> {
+/// The exchange table of `ty` and whether its instances may require grad,
+/// looked up once per type.
+fn table_of(ty: &Bound<'_, PyType>) -> Option<(&'static DLPackExchangeAPI, bool)> {
     let key = ty.as_ptr() as usize;
     let cached = CACHE
         .lock()
@@ -269,12 +286,28 @@ fn table_of(ty: &Bound<'_, PyType>) -> Option<&'static DLPackExchangeAPI> {
     };
     // SAFETY: discover only accepts tables that producers keep for the
     // life of their type (the API requires static tables).
-    found.map(|p| unsafe { &*(p as *const DLPackExchangeAPI) })
+    let table = found
+        .table
+        .map(|p| unsafe { &*(p as *const DLPackExchangeAPI) });
+    table.map(|t| (t, found.has_grad))
 }
 
 /// Reads the table pointer from the 1.3 capsule or the older integer form,
-/// and walks `prev_api` to a major version 1 table.
-fn discover(ty: &Bound<'_, PyType>) -> Option<usize> {
+/// and walks `prev_api` to a major version 1 table; and whether the type
+/// has `requires_grad` (torch's tensors: their table exports them even so,
+/// while their `__dlpack__` refuses).
+fn discover(ty: &Bound<'_, PyType>) -> Producer {
+    let has_grad = ty
+        .hasattr(pyo3::intern!(ty.py(), "requires_grad"))
+        .unwrap_or(false);
+    let _ = PyErr::take(ty.py());
+    Producer {
+        table: discover_table(ty),
+        has_grad,
+    }
+}
+
+fn discover_table(ty: &Bound<'_, PyType>) -> Option<usize> {
     let py = ty.py();
     let from_capsule = ty
         .getattr(pyo3::intern!(py, "__dlpack_c_exchange_api__"))
@@ -307,10 +340,19 @@ fn discover(ty: &Bound<'_, PyType>) -> Option<usize> {
 /// Imports `ob` through its type's exchange table; `None` when its type has
 /// none. Also reports whether the producer said it copied.
 fn import_through_table(ob: &Bound<'_, PyAny>) -> Option<PyResult<(Tensor, bool)>> {
-    let api = table_of(&ob.get_type())?;
+    let (api, has_grad) = table_of(&ob.get_type())?;
     let export = api.managed_tensor_from_py_object_no_sync?;
     let py = ob.py();
     Some((|| {
+        // Torch's table exports a tensor that requires grad, which its
+        // `__dlpack__` refuses: refuse it as that path would.
+        if has_grad
+            && ob
+                .getattr(pyo3::intern!(py, "requires_grad"))?
+                .is_truthy()?
+        {
+            return Err(requires_grad_refused());
+        }
         let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();
         // SAFETY: the producer's function, called with the GIL and an object of its type.
         let rc = unsafe { export(ob.as_ptr().cast(), &mut out) };

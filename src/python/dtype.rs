@@ -23,6 +23,8 @@ pub(crate) fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
     let all = SINGLETONS.get_or_init(py, || {
         DType::ALL
             .iter()
+            // Only fails when the interpreter cannot allocate a tiny object
+            // while the module loads; dlbridge could not work on then.
             .map(|&d| Py::new(py, PyDType(d)).expect("dtype object"))
             .collect()
     });

@@ -24,6 +24,27 @@ pub(crate) fn to_py(e: Error) -> PyErr {
     }
 }
 
+/// PyTorch's `UserWarning` when a copy or cast drops the imaginary part
+/// (complex to any real dtype but bool, which tests for non-zero): `copy_`,
+/// `to`, `float()`, `type(...)` and `t[key] = complex_tensor` warn, as
+/// PyTorch's do. The warning filters decide how often it shows (PyTorch
+/// shows it once per process).
+pub(crate) fn warn_if_imaginary_dropped(
+    py: Python<'_>,
+    from: crate::DType,
+    to: crate::DType,
+) -> PyResult<()> {
+    if from.is_complex() && !to.is_complex() && to != crate::DType::Bool {
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            c"Casting complex values to real discards the imaginary part",
+            1,
+        )?;
+    }
+    Ok(())
+}
+
 /// `?` on core results inside Python entry points.
 pub(crate) trait IntoPyResult<T> {
     fn py(self) -> pyo3::PyResult<T>;

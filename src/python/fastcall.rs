@@ -334,6 +334,7 @@ pub(crate) fn install_method<F: FastCall>(
     let descr = unsafe { ffi::PyDescr_NewMethod(ty.as_ptr().cast(), def) };
     // SAFETY: PyDescr_NewMethod returns a new reference or NULL with an error set.
     let descr = unsafe { Bound::from_owned_ptr_or_err(ty.py(), descr) }?;
+    // `name` is a literal of this crate (ASCII), checked at every import.
     ty.setattr(name.to_str().expect("ASCII name"), descr)
 }
 
@@ -348,5 +349,6 @@ pub(crate) fn add_function<F: FastCall>(
     let func = unsafe { ffi::PyCFunction_NewEx(def, std::ptr::null_mut(), module_name.as_ptr()) };
     // SAFETY: PyCFunction_NewEx returns a new reference or NULL with an error set.
     let func = unsafe { Bound::from_owned_ptr_or_err(m.py(), func) }?;
+    // `name` is a literal of this crate (ASCII), checked at every import.
     m.add(name.to_str().expect("ASCII name"), func)
 }

@@ -55,7 +55,10 @@ pub(crate) fn setitem(
     }
     match rhs(value)? {
         Some(Rhs::Scalar(s)) => maybe_detach(py, view.numel(), || view.fill_(s)).py(),
-        Some(Rhs::Tensor(t, _)) => maybe_detach(py, view.numel(), || view.copy_(&t)).py(),
+        Some(Rhs::Tensor(t, _)) => {
+            super::errors::warn_if_imaginary_dropped(py, t.dtype(), view.dtype())?;
+            maybe_detach(py, view.numel(), || view.copy_(&t)).py()
+        }
         None => {
             let t = tensor_from_data(py, value, None, None)?;
             view.copy_(&t).py()

@@ -758,8 +758,8 @@ impl PyTensor {
         pickle::shallow_copy(self)
     }
 
-    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        pickle::deep_copy(py, self)
+    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        pickle::deep_copy(slf, memo)
     }
 
     // ----- sharing between processes -----

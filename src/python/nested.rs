@@ -79,7 +79,14 @@ impl Walker {
         if is_numpy_scalar(ob)? {
             let descr = ob.getattr(pyo3::intern!(ob.py(), "dtype"))?;
             let dtype = super::numpy::dtype_of(descr.cast::<numpy::PyArrayDescr>()?)?;
-            let value = to_scalar(ob)?.expect("NumPy scalars are numbers");
+            // dtype_of accepted the scalar's dtype, so it is a number; a
+            // scalar type that is not still gets a TypeError, never a panic.
+            let value = to_scalar(ob)?.ok_or_else(|| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "can't convert a NumPy scalar of type {} to a tensor element",
+                    super::errors::type_name(ob)
+                ))
+            })?;
             return self.push(depth, value, dtype);
         }
         if let Some(s) = to_scalar(ob)? {

@@ -9,8 +9,8 @@
 //! that buffer wraps it without a copy (a read-only buffer, as Ray's object
 //! store hands out, gives a read-only tensor). Older protocols (which
 //! `multiprocessing` uses before Python 3.14) carry one copy as `bytes`,
-//! and a writable tensor is rebuilt over that fresh `bytes` object's own
-//! memory, as NumPy rebuilds its arrays: one copy each way, as NumPy's. A
+//! and a writable tensor is rebuilt over a copy of that `bytes` object,
+//! never over its memory (see `bytes_tensor`). A
 //! CUDA tensor pickles through host memory and comes back on the same
 //! device index.
 //!
@@ -25,16 +25,15 @@
 //! arith, index, cuda, sharing -> methods -> mod.rs)
 
 use super::errors::IntoPyResult;
-use super::numpy::{descr_for, ndarray_over, release_array, tensor_from_ndarray};
-use super::tensor::PyTensor;
-use crate::foreign::{self, ForeignTensor};
+use super::numpy::{descr_for, ndarray_over, tensor_from_ndarray};
+use super::tensor::{PyTensor, maybe_detach};
+use crate::foreign;
 use crate::layout::Layout;
-use crate::storage::{Owner, Retained};
 use crate::{DType, Device, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 /// The reconstructor's name: a new state layout gets a new name, so old
 /// pickles keep loading.
@@ -192,38 +191,18 @@ fn _rebuild_tensor_v1(
     Ok(out)
 }
 
-/// The buffer's bytes as a uint8 tensor over the same memory (a copy only
-/// when a writable tensor must come from a tiny or non-`bytes` read-only
-/// buffer).
+/// The buffer's bytes as a uint8 tensor over the same memory, or a copy
+/// when a writable tensor must come from a read-only buffer.
+///
+/// Under protocols 0 to 4 the buffer is a `bytes` object the unpickler
+/// made, and it is always copied: reusing its memory for a writable tensor
+/// (as NumPy's unpickling does) would let a crafted pickle hand out that
+/// same `bytes` object beside the tensor, or rebuild two tensors over it,
+/// and writes would then change an immutable `bytes` object Python code
+/// holds. No reference count can prove it unshared: the unpickler's memo
+/// holds it during the call and can hand it out after it.
 fn bytes_tensor(buffer: &Bound<'_, PyAny>, writable: Option<bool>) -> PyResult<Tensor> {
     let py = buffer.py();
-    if writable == Some(true)
-        && let Ok(b) = buffer.cast_exact::<PyBytes>()
-        && b.as_bytes().len() > 1
-    {
-        // A `bytes` object the unpickler just made for this tensor alone:
-        // its memory becomes the tensor's, written in place, as NumPy's
-        // unpickling does (the empty and one-byte `bytes` are interpreter
-        // singletons, hence the length check).
-        let data = b.as_bytes();
-        let checked = ForeignTensor {
-            data: data.as_ptr().cast_mut(),
-            shape: vec![data.len()],
-            byte_strides: vec![1],
-            dtype: DType::U8,
-            device: Device::CPU,
-            read_only: false,
-        }
-        .check()
-        .py()?;
-        // SAFETY: release_array gives back exactly the reference into_ptr takes.
-        let owner = Owner::Retained(unsafe {
-            Retained::new(b.clone().into_any().into_ptr().cast(), release_array)
-        });
-        // SAFETY: a bytes object's data stays put while it lives, and the
-        // owner holds it.
-        return Ok(unsafe { checked.wrap(owner) });
-    }
     let frombuffer = FROMBUFFER.get_or_try_init(py, || {
         py.import("numpy")?.getattr("frombuffer").map(Bound::unbind)
     })?;
@@ -232,7 +211,7 @@ fn bytes_tensor(buffer: &Bound<'_, PyAny>, writable: Option<bool>) -> PyResult<T
         .call1((buffer, descr_for(py, DType::U8)?))?;
     let bytes = tensor_from_ndarray(&array)?;
     if writable == Some(true) && bytes.is_read_only() {
-        return bytes.clone_data().py();
+        return maybe_detach(py, bytes.numel(), || bytes.clone_data()).py();
     }
     Ok(bytes)
 }
@@ -242,7 +221,50 @@ pub(crate) fn shallow_copy(this: &PyTensor) -> PyTensor {
     this.derived(this.inner.clone())
 }
 
-/// `copy.deepcopy(t)`: a contiguous copy in new memory, on the same device.
-pub(crate) fn deep_copy(py: Python<'_>, this: &PyTensor) -> PyResult<PyTensor> {
-    this.compute(py, Tensor::clone_data)
+/// The key of `copy.deepcopy`'s memo under which dlbridge keeps the storages
+/// it has copied (PyTorch keeps its own under "torch").
+const MEMO_KEY: &str = "dlbridge";
+
+/// `copy.deepcopy(t, memo)`, as PyTorch's: the whole storage is copied once
+/// per deepcopy call (on its device) and every view of it becomes the same
+/// view of that one copy, strides and offset kept, so `deepcopy([w, w[1:3]])`
+/// keeps the two sharing memory and tied weights stay tied. The memo maps
+/// the storage's address to `(the original tensor, a tensor over the copy)`:
+/// holding the original keeps the address from being reused meanwhile.
+pub(crate) fn deep_copy(slf: &Bound<'_, PyTensor>, memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let py = slf.py();
+    let this = slf.get();
+    let t = &this.inner;
+    let Ok(memo) = memo.cast::<PyDict>() else {
+        // Called by hand without a memo dict: a copy of its own.
+        return this.compute(py, Tensor::clone_data);
+    };
+    let storages =
+        memo.call_method1(pyo3::intern!(py, "setdefault"), (MEMO_KEY, PyDict::new(py)))?;
+    let storages = storages.cast::<PyDict>()?;
+    let key = std::sync::Arc::as_ptr(t.storage()) as usize;
+    let copied = match storages.get_item(key)? {
+        Some(entry) => entry
+            .cast::<PyTuple>()?
+            .get_item(1)?
+            .cast::<PyTensor>()?
+            .get()
+            .inner
+            .clone(),
+        None => {
+            let storage = t.storage();
+            let whole = Tensor::from_parts(
+                storage.clone(),
+                Layout::contiguous(vec![storage.len()], 1),
+                DType::U8,
+            )
+            .py()?;
+            let copy = maybe_detach(py, whole.numel(), || whole.clone_data()).py()?;
+            let holder = Bound::new(py, PyTensor::new(copy.clone()))?;
+            storages.set_item(key, (slf.clone(), holder))?;
+            copy
+        }
+    };
+    let view = Tensor::from_parts(copied.storage().clone(), t.layout().clone(), t.dtype()).py()?;
+    Ok(this.derived(view))
 }

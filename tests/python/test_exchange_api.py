@@ -11,6 +11,7 @@ can prove which path ran.
 
 import ctypes
 import gc
+import re
 
 import ml_dtypes
 import numpy as np
@@ -69,6 +70,7 @@ def test_c_path_keeps_views_and_lifetimes():
     x = torch.arange(20.0).reshape(4, 5)
     v = db.from_dlpack(x.T[1:, ::2])
     np.testing.assert_array_equal(v.numpy(), x.T[1:, ::2].numpy())
+    gc.collect()  # earlier tests' garbage (an engine's cycles) must not be counted below
     live = db._core.live_storages()
     del x
     gc.collect()
@@ -83,6 +85,43 @@ def test_types_without_a_table_use_dlpack():
     before = counts()
     db.from_dlpack(a)
     assert counts()[0] == before[0]
+
+
+GRAD_REFUSED = "Can't export tensors that require gradient, use tensor.detach()"
+
+
+class _DlpackOnly:
+    """A producer with only the Python protocol, handing out `x`'s capsules."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, **kwargs):
+        return self.x.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+def test_tensors_that_require_grad_are_refused_on_every_import_path():
+    # Issue 21: torch's exchange table exported them silently while its __dlpack__
+    # (and so np.from_dlpack) refuse; dlbridge refuses on every path, with torch's words.
+    g = torch.ones(2, requires_grad=True)
+    for consumer in (np.from_dlpack, torch.from_dlpack):
+        with pytest.raises(BufferError, match=re.escape(GRAD_REFUSED)):
+            consumer(g)
+    producers = {"torch tensor (exchange table)": g, "nn.Parameter": torch.nn.Parameter(torch.ones(2)),
+                 "torch tensor (__dlpack__ only)": _DlpackOnly(g),
+                 "dlbridge tensor": db.ones(2, requires_grad=True)}
+    for name, x in producers.items():
+        with pytest.raises(BufferError, match=re.escape(GRAD_REFUSED)):
+            db.from_dlpack(x)
+        with pytest.raises(BufferError, match=re.escape(GRAD_REFUSED)):
+            db.from_dlpack(x, copy=True)
+    # What torch accepts, dlbridge accepts: detached, or not requiring grad.
+    assert db.from_dlpack(g.detach()).tolist() == [1.0, 1.0]
+    assert db.from_dlpack(torch.ones(2)).tolist() == [1.0, 1.0]
+    assert db.from_dlpack(db.ones(2, requires_grad=True).detach()).tolist() == [1.0, 1.0]
 
 
 # ----- dlbridge as a producer -----

@@ -195,6 +195,9 @@ def rebuild(h):
     (dict(offset=-1), BufferError, "outside"),
     (dict(shape=(3,), strides=(-1,)), BufferError, "outside"),
     (dict(shape=(2, 2), strides=(1 << 62, 1)), BufferError, "overflow"),
+    # Zero strides keep the extent inside the segment; 2**124 elements are still refused,
+    # with PyTorch's error (issue 21).
+    (dict(shape=(1 << 62, 1 << 62), strides=(0, 0)), RuntimeError, "numel: integer multiplication overflow"),
     (dict(shape=(2,), strides=(1, 1)), BufferError, "one stride per dimension"),
     (dict(shape=(-2,), strides=(1,)), BufferError, "negative"),
     (dict(dtype="float128"), BufferError, "unknown dtype"),

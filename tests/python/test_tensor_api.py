@@ -1,5 +1,7 @@
 """The Tensor API: attributes, conversions, copies, indexing and repr, checked against torch."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -567,3 +569,57 @@ def test_repr_of_view_and_read_only():
     a = np.arange(6.0).reshape(2, 3)
     a.flags.writeable = False
     assert repr(db.from_numpy(a)[:, 1]) == "tensor([1., 4.], dtype=dlbridge.float64)"
+
+
+# ----- complex to real: PyTorch's warning (issue 21) -----
+
+DISCARDS = "Casting complex values to real discards the imaginary part"
+_COMPLEX_TO_REAL = {
+    "copy_": lambda lib, c: lib.zeros(3).copy_(c),
+    "copy_ into int": lambda lib, c: lib.zeros(3, dtype=lib.int64).copy_(c),
+    "to(float32)": lambda lib, c: c.to(lib.float32),
+    "to(int64)": lambda lib, c: c.to(lib.int64),
+    "float()": lambda lib, c: c.float(),
+    "double()": lambda lib, c: c.double(),
+    "half()": lambda lib, c: c.half(),
+    "type(float64)": lambda lib, c: c.type(lib.float64),
+    "setitem": lambda lib, c: _set_all(lib.zeros(3), c),
+}
+_COMPLEX_KEPT = {
+    "to(bool)": lambda lib, c: c.to(lib.bool),
+    "to(complex128)": lambda lib, c: c.to(lib.complex128),
+    "copy_ into complex": lambda lib, c: lib.zeros(3, dtype=lib.complex64).copy_(c),
+    "copy_ of real into real": lambda lib, c: lib.zeros(3).copy_(lib.tensor([1.0, 3.0, 0.0])),
+}
+
+
+def _set_all(t, v):
+    t[:] = v
+    return t
+
+
+@pytest.mark.parametrize("op", list(_COMPLEX_TO_REAL))
+def test_complex_to_real_warns_as_torch_does(op):
+    make = _COMPLEX_TO_REAL[op]
+    c = db.tensor([1 + 2j, 3 - 4j, 5j])
+    with pytest.warns(UserWarning, match=DISCARDS):
+        got = make(db, c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns once per process, so only the values are compared
+        want = make(torch, torch.tensor([1 + 2j, 3 - 4j, 5j]))
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("op", list(_COMPLEX_KEPT))
+def test_casts_that_keep_the_imaginary_part_or_have_none_do_not_warn(op):
+    c = db.tensor([1 + 2j, 3 - 4j, 5j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _COMPLEX_KEPT[op](db, c)
+
+
+def test_the_complex_warning_is_a_warning_filters_can_raise():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=DISCARDS):
+            db.zeros(3).copy_(db.tensor([1j, 2j, 3j]))

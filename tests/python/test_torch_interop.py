@@ -167,13 +167,11 @@ def test_dlbridge_from_torch_keeps_torch_memory_alive():
 
 def test_requires_grad_torch_tensor_follows_the_path_torch_offers():
     tt = torch.ones(3, requires_grad=True)
-    if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
-        # torch's C exchange table (what dlbridge uses when torch has one)
-        # exports tensors that require grad; only its __dlpack__ refuses them.
-        assert db.from_dlpack(tt).data_ptr() == tt.data_ptr()
-    else:
-        with pytest.raises((RuntimeError, BufferError)):
-            db.from_dlpack(tt)
+    # torch's C exchange table (what dlbridge uses when torch has one) would export
+    # tensors that require grad, which its __dlpack__ refuses: dlbridge refuses them
+    # on every path, as torch's __dlpack__ does (issue 21).
+    with pytest.raises(BufferError, match="Can't export tensors that require gradient"):
+        db.from_dlpack(tt)
     with pytest.raises((RuntimeError, BufferError)):
         db.from_dlpack(tt.__dlpack__(max_version=(1, 0)))
     assert db.from_dlpack(tt.detach()).tolist() == [1.0, 1.0, 1.0]
