@@ -332,7 +332,8 @@ pub(crate) fn extreme_values(
 }
 
 /// `max()`/`min()`: the extreme element; `max(dim, keepdim=False)`: a
-/// `dlbridge.return_types.max` of values and indices, as PyTorch returns.
+/// `dlbridge.return_types.max` of values and indices, as PyTorch returns;
+/// `max(other)`: the elementwise `maximum`.
 pub(crate) fn extreme(
     this: &PyTensor,
     py: Python<'_>,
@@ -341,6 +342,11 @@ pub(crate) fn extreme(
     keepdim: bool,
 ) -> PyResult<Py<PyAny>> {
     let is_max = name == "max";
+    if let Some(other) = dim.filter(|d| d.is_instance_of::<PyTensor>()) {
+        // `t.max(other)`, `dlbridge.max(a, b)`: elementwise, as PyTorch's.
+        let elementwise = if is_max { "maximum" } else { "minimum" };
+        return Ok(Py::new(py, binary_named(this, py, elementwise, other)?)?.into_any());
+    }
     let Some(dim) = dim.filter(|d| !d.is_none()) else {
         let all = if is_max { ops::max } else { ops::min };
         return Ok(Py::new(py, this.compute(py, all)?)?.into_any());

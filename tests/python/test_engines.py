@@ -484,8 +484,6 @@ def test_dask_distributed_edits_on_a_worker_stay_there(dask_client):
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
-@pytest.mark.xfail(strict=False, reason="needs reduce branch: reductions over memory not aligned to the "
-                                        "element size (issue 21)")
 def test_dask_distributed_reduces_misaligned_out_of_band_buffers(dask_client):
     """distributed hands a worker out-of-band frames at any byte offset, so a tensor
     may arrive over memory not aligned to its element size: every op must still work

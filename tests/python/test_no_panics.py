@@ -121,8 +121,6 @@ def misaligned():
     return out
 
 
-@pytest.mark.xfail(strict=False, reason="needs reduce branch: reductions over misaligned memory panicked "
-                                        "(issue 21)")
 def test_no_call_on_misaligned_memory_panics():
     global TENSORS
     saved, TENSORS = TENSORS, misaligned()

@@ -342,3 +342,26 @@ def test_dir_is_the_public_api():
     # what PyTorch's namesakes are
     for name in ["as_tensor", "asarray", "all", "any", "argmax", "argmin", "squeeze", "from_dlpack", "Tensor"]:
         assert name in db.__all__ and hasattr(torch, name)
+
+
+# ----- max(other) / min(other): elementwise, as torch -----
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_max_min_of_another_tensor_is_elementwise(name, dtype):
+    (a, ta), (b, tb) = twins((3, 5), dtype, seed=1), twins((5,), dtype, seed=2)
+    same(getattr(a, name)(b), getattr(ta, name)(tb))  # broadcasting
+    same(getattr(db, name)(a, b), getattr(torch, name)(ta, tb))
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_of_another_tensor_lets_nan_win(name):
+    ta = torch.tensor([1.0, float("nan"), 3.0, float("-inf")])
+    tb = torch.tensor([float("nan"), 2.0, 1.0, 0.0])
+    same(getattr(db.from_dlpack(ta), name)(db.from_dlpack(tb)), getattr(ta, name)(tb))
+    # a dim still gives (values, indices)
+    values, indices = getattr(db.from_dlpack(tb), name)(0)
+    tv, ti = getattr(tb, name)(0)
+    same(values, tv)
+    same(indices, ti)
