@@ -115,6 +115,7 @@ def _dtype_by_name(name: str) -> dtype:
 
 
 import builtins  # noqa: E402  (after the dtype names that shadow builtins)
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 __all__ = [
     "Size", "Tensor", "arange", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
@@ -144,17 +145,33 @@ def _functional(name: str):
     return f
 
 
-abs = _functional("abs")
-pow = _functional("pow")
-sum = _functional("sum")
-mean = _functional("mean")
-max = _functional("max")
-min = _functional("min")
-amax = _functional("amax")
-amin = _functional("amin")
-eq = _functional("eq")
-ne = _functional("ne")
-lt = _functional("lt")
-le = _functional("le")
-gt = _functional("gt")
-ge = _functional("ge")
+if _TYPE_CHECKING:  # for type checkers: the methods' own signatures, the tensor first
+    abs = Tensor.abs
+    pow = Tensor.pow
+    sum = Tensor.sum
+    mean = Tensor.mean
+    max = Tensor.max
+    min = Tensor.min
+    amax = Tensor.amax
+    amin = Tensor.amin
+    eq = Tensor.eq
+    ne = Tensor.ne
+    lt = Tensor.lt
+    le = Tensor.le
+    gt = Tensor.gt
+    ge = Tensor.ge
+else:
+    abs = _functional("abs")
+    pow = _functional("pow")
+    sum = _functional("sum")
+    mean = _functional("mean")
+    max = _functional("max")
+    min = _functional("min")
+    amax = _functional("amax")
+    amin = _functional("amin")
+    eq = _functional("eq")
+    ne = _functional("ne")
+    lt = _functional("lt")
+    le = _functional("le")
+    gt = _functional("gt")
+    ge = _functional("ge")
