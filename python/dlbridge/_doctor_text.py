@@ -91,8 +91,8 @@ def summary(p, all_dtypes):
 def format_head(report):
     d = report["dlbridge"]
     cuda = d["cuda"] if not d["cuda_available"] else "available, " + d["cuda"]
-    return "\n".join([f"dlbridge {d['version']} doctor  (Python {report['python']}, CUDA: {cuda})", "",
-                      f"Per dtype: {LEGEND}.", ""])
+    return "\n".join([wrap(f"dlbridge {d['version']} doctor  (Python {report['python']}, CUDA: {cuda})", 0, 4),
+                      "", wrap(f"Per dtype: {LEGEND}.", 0, 4), ""])
 
 
 def format_peer(p, all_dtypes):

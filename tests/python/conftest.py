@@ -29,6 +29,8 @@ def _peer_registry():
     if spec is None or not spec.submodule_search_locations:
         return ()
     path = os.path.join(list(spec.submodule_search_locations)[0], "_peers.py")
+    if not os.path.isfile(path):
+        return ()
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("_dlbridge_peers", path))
     module.__spec__.loader.exec_module(module)
     return module.PEERS
