@@ -172,7 +172,7 @@ enum dlb_status dlb_import_legacy(DLManagedTensor *managed, struct dlb_tensor **
 enum dlb_status dlb_export(const struct dlb_tensor *tensor, struct DLManagedTensorVersioned **out);
 
 // `dlb_export` for a consumer that reads DLPack up to `max_major.max_minor`
-// (Python's `__dlpack__(max_version=...)`): the export is stamped with the
+// (as Python's `__dlpack__(max_version=...)`): the export is stamped with the
 // older of that version and 1.3, and a tensor that version cannot describe
 // (a float8/float6/float4 dtype, or a padded sub-byte one, before 1.1) is
 // refused with `DLB_ERR_INVALID_TENSOR` rather than misread. A major

@@ -158,7 +158,7 @@ pub unsafe extern "C" fn dlb_export(
 }
 
 /// `dlb_export` for a consumer that reads DLPack up to `max_major.max_minor`
-/// (Python's `__dlpack__(max_version=...)`): the export is stamped with the
+/// (as Python's `__dlpack__(max_version=...)`): the export is stamped with the
 /// older of that version and 1.3, and a tensor that version cannot describe
 /// (a float8/float6/float4 dtype, or a padded sub-byte one, before 1.1) is
 /// refused with `DLB_ERR_INVALID_TENSOR` rather than misread. A major
@@ -194,6 +194,7 @@ pub unsafe extern "C" fn dlb_export_max_version(
         let options = ExportOptions {
             is_copied: false,
             version: Some(version),
+            refuse_undescribable: true,
         };
         let m = export_versioned(t, options).map_err(core)?;
         // SAFETY: out checked non-NULL.

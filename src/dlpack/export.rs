@@ -23,6 +23,10 @@ pub struct ExportOptions {
     pub is_copied: bool,
     /// The version to stamp (defaults to [`VERSION`]).
     pub version: Option<DLPackVersion>,
+    /// Refuse a tensor `version` cannot describe (C's `dlb_export_max_version`).
+    /// Python's `__dlpack__(max_version=...)` does not: PyTorch asks for (1, 0)
+    /// and reads the float8 codes that came with 1.1.
+    pub refuse_undescribable: bool,
 }
 
 /// Points a DLTensor's shape and strides into `dims` (shape then strides).
@@ -204,8 +208,8 @@ fn first_minor_with_code(code: u8) -> u32 {
 }
 
 /// Refuses an export stamped with a version that cannot describe the tensor
-/// (a consumer that asked for `max_version=(1, 0)` would misread a float8
-/// code or a padded sub-byte tensor, whose flag came with 1.1).
+/// (a C consumer built against DLPack 1.0 would misread a float8 code or a
+/// padded sub-byte tensor, whose flag came with 1.1).
 fn check_describable(dl: &DLTensor, t: &Tensor, version: DLPackVersion) -> Result<()> {
     if version.major != 1 {
         return Ok(());
@@ -234,7 +238,9 @@ pub fn export_versioned(
 ) -> Result<*mut DLManagedTensorVersioned> {
     let dl_tensor = describe(t)?;
     let version = options.version.unwrap_or(VERSION);
-    check_describable(&dl_tensor, t, version)?;
+    if options.refuse_undescribable {
+        check_describable(&dl_tensor, t, version)?;
+    }
     let mut flags = DlpackFlags::empty();
     flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
     flags.set(DlpackFlags::IS_COPIED, options.is_copied);
