@@ -5,31 +5,51 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# One stamp per requirements set: `make demo` installs only what the demo uses
+# (requirements-demo.txt), the test and bench targets everything they test
+# (requirements-dev.txt, which includes the demo's set).
+DEMO_STAMP := $(VENV)/.installed-demo
+DEV_STAMP  := $(VENV)/.installed-dev
+STAMP      := $(DEV_STAMP)
 
-.PHONY: help demo test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
+.PHONY: help demo build-debuginfo test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
-$(STAMP): requirements-dev.txt
+$(VENV)/bin/python:
+	@echo "==> creating the virtualenv $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
-	touch $(STAMP)
+	$(PY) -m pip install --upgrade pip
+
+$(DEMO_STAMP): requirements-demo.txt | $(VENV)/bin/python
+	@echo "==> installing the demo's packages (requirements-demo.txt: NumPy, PyTorch, JAX, maturin; 36 packages, 6.2 GB installed, see README.md)"
+	$(PY) -m pip install --progress-bar on -r requirements-demo.txt
+	touch $@
+
+$(DEV_STAMP): requirements-dev.txt requirements-demo.txt $(DEMO_STAMP)
+	@echo "==> installing the test and bench packages (requirements-dev.txt: pytest, mypy and every peer; about 3 GB more installed)"
+	$(PY) -m pip install --progress-bar on -r requirements-dev.txt
+	touch $@
 
 ## build: compile the extension (release) into the virtualenv
-build: $(STAMP)
-	$(VENV)/bin/maturin develop --release -q
+build: $(DEMO_STAMP)
+	@echo "==> building the extension (release, LTO; cargo prints each crate)"
+	$(VENV)/bin/maturin develop --release
 
-## demo: the tutorials' flows and a zero-copy round trip with every installed framework
+## build-debuginfo: the release build with line tables (debuggers, profilers); `make build` ships it stripped
+build-debuginfo: $(DEMO_STAMP)
+	$(VENV)/bin/maturin develop --profile release-debuginfo
+
+## demo: the tutorials' flows and a zero-copy round trip with NumPy, PyTorch and JAX
 demo: build
+	@echo "==> running python/demo.py"
 	$(PY) python/demo.py
 
 ## test: every test: Rust tests, Miri, bounded fuzz runs, pytest, pytest under ASan
 # (pytest runs against real NumPy, PyTorch and JAX), then a quick benchmark run
-test: build test-rust test-miri fuzz test-python test-asan
+test: $(DEV_STAMP) build test-rust test-miri fuzz test-python test-asan
 	$(PY) bench/bench_core.py --quick > /dev/null
 
 ## check: the fast subset of `make test`: build, cargo test, pytest (no Miri, fuzz or ASan)
-check: build test-rust test-python
+check: $(DEV_STAMP) build test-rust test-python
 
 TOOLS_STAMP := target/.tools-installed-2
 FUZZ_SECONDS ?= 120
@@ -73,7 +93,7 @@ test-rust:
 	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
 
 ## test-python: pytest on tests/python (the C ABI suite included)
-test-python: build
+test-python: $(DEV_STAMP) build
 	$(PY) -m pytest tests/python -q -ra
 
 ## test-asan: the Python suite against an AddressSanitizer build of the extension
@@ -82,7 +102,7 @@ test-asan: tools $(STAMP)
 	PY=$(PY) tests/asan/python_suite.sh -q -ra
 
 ## bench: the speed and memory report (see bench/README.md), and its pictures in docs/img/
-bench: build bench-capi
+bench: $(DEV_STAMP) build bench-capi
 	$(PY) bench/bench_core.py
 	$(PY) bench/bench_ops.py
 	$(PY) bench/plot.py

@@ -179,12 +179,26 @@ enum dlb_status dlb_import_versioned(struct DLManagedTensorVersioned *managed,
 // Thread-safe.
 enum dlb_status dlb_import_legacy(DLManagedTensor *managed, struct dlb_tensor **out);
 
-// Exports `tensor` as a new DLPack 1.3 managed tensor sharing its memory.
+// Exports `tensor` as a new DLPack 1.3 managed tensor sharing its memory
+// (`dlb_export_max_version` for a consumer that reads an older 1.x).
 //
 // Ownership: the caller owns `*out` and must call its deleter exactly once.
 // The memory stays valid until then, even after `dlb_free(tensor)`.
 // READ_ONLY is set for read-only tensors. Thread-safe.
 enum dlb_status dlb_export(const struct dlb_tensor *tensor, struct DLManagedTensorVersioned **out);
+
+// `dlb_export` for a consumer that reads DLPack up to `max_major.max_minor`
+// (as Python's `__dlpack__(max_version=...)`): the export is stamped with the
+// older of that version and 1.3, and a tensor that version cannot describe
+// (a float8/float6/float4 dtype, or a padded sub-byte one, before 1.1) is
+// refused with `DLB_ERR_INVALID_TENSOR` rather than misread. A major
+// version above 1 gets 1.3 (the consumer reads 1.x too, per the spec).
+// Errors: as `dlb_export`, and `DLB_ERR_UNSUPPORTED_VERSION` for major 0
+// (no versioned struct: use `dlb_export_legacy`). Thread-safe.
+enum dlb_status dlb_export_max_version(const struct dlb_tensor *tensor,
+                                       uint32_t max_major,
+                                       uint32_t max_minor,
+                                       struct DLManagedTensorVersioned **out);
 
 // Exports `tensor` as a new legacy (unversioned, pre-1.0) `DLManagedTensor`
 // sharing its memory, for consumers that only know that struct. Prefer

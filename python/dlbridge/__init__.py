@@ -117,6 +117,7 @@ def _dtype_by_name(name: str) -> dtype:
 
 
 import builtins as _builtins  # noqa: E402  (after the dtype names that shadow builtins)
+from typing import TYPE_CHECKING as _TYPE_CHECKING  # noqa: E402
 
 __all__ = [
     "Size", "Tensor", "arange", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
@@ -153,25 +154,51 @@ def _functional(name: str):
     return f
 
 
-abs = _functional("abs")
-pow = _functional("pow")
-sum = _functional("sum")
-mean = _functional("mean")
-max = _functional("max")
-min = _functional("min")
-amax = _functional("amax")
-amin = _functional("amin")
-eq = _functional("eq")
-ne = _functional("ne")
-lt = _functional("lt")
-le = _functional("le")
-gt = _functional("gt")
-ge = _functional("ge")
-all = _functional("all")
-any = _functional("any")
-argmax = _functional("argmax")
-argmin = _functional("argmin")
-squeeze = _functional("squeeze")
+if _TYPE_CHECKING:  # for type checkers: the methods' own signatures, the tensor first
+    abs = Tensor.abs
+    pow = Tensor.pow
+    sum = Tensor.sum
+    mean = Tensor.mean
+    max = Tensor.max
+    min = Tensor.min
+    amax = Tensor.amax
+    amin = Tensor.amin
+    eq = Tensor.eq
+    ne = Tensor.ne
+    lt = Tensor.lt
+    le = Tensor.le
+    gt = Tensor.gt
+    ge = Tensor.ge
+    all = Tensor.all
+    any = Tensor.any
+    argmax = Tensor.argmax
+    argmin = Tensor.argmin
+    squeeze = Tensor.squeeze
+    exp = Tensor.exp  # the generated ops (installed below at run time)
+    log = Tensor.log
+    sqrt = Tensor.sqrt
+    maximum = Tensor.maximum
+    minimum = Tensor.minimum
+else:
+    abs = _functional("abs")
+    pow = _functional("pow")
+    sum = _functional("sum")
+    mean = _functional("mean")
+    max = _functional("max")
+    min = _functional("min")
+    amax = _functional("amax")
+    amin = _functional("amin")
+    eq = _functional("eq")
+    ne = _functional("ne")
+    lt = _functional("lt")
+    le = _functional("le")
+    gt = _functional("gt")
+    ge = _functional("ge")
+    all = _functional("all")
+    any = _functional("any")
+    argmax = _functional("argmax")
+    argmin = _functional("argmin")
+    squeeze = _functional("squeeze")
 
 
 # ----- the ops generated from the op tables of src/backend.rs: t.exp(), t.exp_(),

@@ -6,7 +6,7 @@ import sys
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] != "doctor":
-        print("usage: python -m dlbridge doctor [--json] [--peer NAME] [--timeout S] [--jobs N]\n\n"
+        print("usage: python -m dlbridge doctor [--json] [--peer NAME] [--timeout S] [--jobs N] [--quiet]\n\n"
               "doctor: find the installed DLPack libraries and try exchanging tensors with each",
               file=sys.stderr)
         return 2

@@ -22,12 +22,17 @@ peer passes on CUDA, and the time each peer takes to import and to probe.
 Installed distributions whose metadata mentions DLPack but that the doctor
 does not know are listed, never imported.
 
-Each peer is probed in a child process of its own (``python -m
-dlbridge._doctor --probe NAME``), because a peer can take the whole
+The peers are those of the registry ``dlbridge._peers`` (which the peer tests
+read too). Each is probed in a child process of its own (``python -m
+dlbridge._doctor_probe NAME``, ``dlbridge._doctor_probe``), because a peer can take the whole
 interpreter down: importing TensorFlow before PaddlePaddle crashes it, and a
 native exchange can segfault. A crash, a failed import, an exception or a hang
 (``--timeout``) is reported for that peer, with the step it was at, and never
-stops the doctor. Children run in parallel (``--jobs``).
+stops the doctor. Children run in parallel (``--jobs``). The plain-text report
+(``dlbridge._doctor_text``) prints each peer's block as soon as that peer is
+done, opening with one summary line in plain words; a progress line says which
+peers are still running (on stderr: rewritten in place on a terminal, a line
+per event otherwise).
 
 JSON document (``--json``; the keys are stable, new ones may be added)::
 
@@ -75,93 +80,23 @@ OrtValue over a non-writeable array), ``n/a`` for peers without any.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
-DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-          "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
-SHORT = {"bool": "bool", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "int8": "i8",
-         "int16": "i16", "int32": "i32", "int64": "i64", "float16": "f16", "bfloat16": "bf16",
-         "float32": "f32", "float64": "f64", "complex64": "c64", "complex128": "c128"}
-MARK = {"zero-copy": "Z", "copied": "C", "refused": "R", "wrong-dtype": "W", "wrong-values": "V",
-        "absent": "-", "crashed": "!"}
+from ._doctor_probe import DTYPES, PEER_CLASSES
+from ._doctor_text import format_foot, format_head, format_peer, format_table
+from ._peers import BY_NAME, PEERS, find_peers, other_dlpack_distributions
 
-# name, display name, module, distributions (the first installed one gives the version)
-KNOWN = [
-    ("numpy", "NumPy", "numpy", ["numpy"]),
-    ("torch", "PyTorch", "torch", ["torch"]),
-    ("jax", "JAX", "jax", ["jax"]),
-    ("cupy", "CuPy", "cupy", ["cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-6-0"]),
-    ("tensorflow", "TensorFlow", "tensorflow",
-     ["tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu", "tensorflow-macos"]),
-    ("paddle", "PaddlePaddle", "paddle", ["paddlepaddle", "paddlepaddle-gpu"]),
-    ("onnxruntime", "ONNX Runtime", "onnxruntime",
-     ["onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "ort-nightly"]),
-    ("warp", "Warp", "warp", ["warp-lang"]),
-    ("tvm_ffi", "tvm-ffi", "tvm_ffi", ["apache-tvm-ffi"]),
-]
-KNOWN_DISTRIBUTIONS = {d for _, _, _, dists in KNOWN for d in dists} | {"dlbridge", "jaxlib"}
+__all__ = ["DTYPES", "PEERS", "diagnose", "format_table", "main"]
 
 
-# ---------------------------------------------------------------- discovery (parent)
-
-def _canonical(name):
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-def find_peers():
-    """The known peers that are installed: (name, display, module, distribution, version)."""
-    import importlib.metadata as md
-    import importlib.util
-
-    found = []
-    for name, display, module, dists in KNOWN:
-        dist = version = None
-        for d in dists:
-            try:
-                version = md.version(d)
-            except md.PackageNotFoundError:
-                continue
-            dist = d
-            break
-        if dist is None:
-            try:
-                if importlib.util.find_spec(module) is None:
-                    continue
-            except (ImportError, ValueError):
-                continue
-        found.append((name, display, module, dist, version))
-    return found
-
-
-def other_dlpack_distributions():
-    """Installed distributions the doctor does not know whose metadata mentions DLPack
-    (read from their METADATA files; nothing is imported)."""
-    import importlib.metadata as md
-
-    seen, out = set(), []
-    for dist in md.distributions():
-        try:
-            name = dist.metadata["Name"] or ""
-            if not name or _canonical(name) in KNOWN_DISTRIBUTIONS or _canonical(name) in seen:
-                continue
-            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-        except Exception:  # noqa: BLE001 - a broken distribution is skipped
-            continue
-        if "dlpack" in text.lower():
-            seen.add(_canonical(name))
-            out.append({"name": name, "version": dist.version})
-    return sorted(out, key=lambda d: d["name"].lower())
-
-
-# ---------------------------------------------------------------- running the probes (parent)
+# ---------------------------------------------------------------- running the probes
 
 def _child_env():
     import dlbridge
@@ -182,7 +117,7 @@ def run_probe(peer, timeout, env):
     report = {"name": name, "display": display, "module": module, "distribution": dist, "version": version,
               "status": "ok", "error": None, "import_s": None, "probe_s": None, "wall_s": 0.0,
               "devices": {}}
-    cmd = [sys.executable, "-m", "dlbridge._doctor", "--probe", name]
+    cmd = [sys.executable, "-m", "dlbridge._doctor_probe", name]
     start = time.perf_counter()
     stdout, stderr, code = b"", b"", None
     try:
@@ -228,21 +163,71 @@ def run_probe(peer, timeout, env):
             report["status"], report["error"] = "probe-error", f"exited with status {code}"
         tail = stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
         if tail:
-            report["error"] += ": " + " | ".join(t.strip() for t in tail)[:300]
+            report["error"] += ": " + " | ".join(t.strip() for t in tail)
     if report["status"] in ("crashed", "timed-out", "probe-error") and last_step and not finished:
         report["error"] = f"{report['error']} (while: {last_step})"
     return report
 
 
-def diagnose(only=None, timeout=120.0, jobs=None):
-    """The whole report as a dict (the JSON document)."""
+class Progress:
+    """The line that says which peers are still being probed, on stderr: rewritten in
+    place on a terminal (every half second, with the seconds each has run), a line per
+    start and finish otherwise."""
+
+    def __init__(self, total, stream=sys.stderr):
+        self.total, self.stream, self.done = total, stream, 0
+        self.tty = stream.isatty()
+        self.running = {}  # display -> start time
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        if self.tty and total:
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _line(self):
+        now = time.perf_counter()
+        running = ", ".join(f"{d} {now - s:.0f} s" for d, s in self.running.items())
+        return f"doctor: {self.done} of {self.total} peers done" + (f"; probing {running}" if running else "")
+
+    def _tick(self):
+        while not self.stop.wait(0.5):
+            with self.lock:
+                self.stream.write("\r\x1b[K" + self._line())
+                self.stream.flush()
+
+    def clear(self):
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def started(self, display):
+        with self.lock:
+            self.running[display] = time.perf_counter()
+            if not self.tty:
+                self.stream.write(f"doctor: probing {display}...\n")
+                self.stream.flush()
+
+    def finished(self, display, wall_s, write_block=None):
+        with self.lock:
+            self.running.pop(display, None)
+            self.done += 1
+            self.clear()
+            if write_block:
+                write_block()
+            if self.tty:
+                self.stream.write(self._line())
+            else:
+                self.stream.write(f"doctor: {display} done in {wall_s:.1f} s ({self.done} of {self.total})\n")
+            self.stream.flush()
+
+    def close(self):
+        self.stop.set()
+        with self.lock:
+            self.clear()
+
+
+def _dlbridge_info():
     import dlbridge
 
-    start = time.perf_counter()
-    peers = find_peers()
-    if only:
-        wanted = set(only)
-        peers = [p for p in peers if p[0] in wanted]
     cuda_ok = dlbridge.cuda.is_available()
     if cuda_ok:
         cuda = f"{dlbridge.cuda.device_count()} device(s)"
@@ -251,714 +236,93 @@ def diagnose(only=None, timeout=120.0, jobs=None):
             dlbridge.zeros(1, device="cuda")
             cuda = "not available"
         except Exception as e:  # noqa: BLE001 - its message says why
-            cuda = str(e).split("\n")[0][:200]
-    env = _child_env()
-    jobs = jobs or max(1, min(4, os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        reports = list(pool.map(lambda p: run_probe(p, timeout, env), peers))
-    return {
+            cuda = str(e).split("\n")[0]
+    return {"version": dlbridge.__version__, "path": os.path.dirname(dlbridge.__file__),
+            "cuda_available": cuda_ok, "cuda": cuda}
+
+
+def diagnose(only=None, timeout=120.0, jobs=None, on_start=None, on_done=None, progress=None):
+    """The whole report as a dict (the JSON document). ``on_start(report)`` is called
+    before the probes (the report without peers), ``on_done(peer_report)`` as each peer
+    finishes; ``progress`` (a Progress) is told of each start and finish."""
+    start = time.perf_counter()
+    peers = find_peers()
+    if only:
+        wanted = set(only)
+        peers = [p for p in peers if p[0] in wanted]
+    report = {
         "doctor": 1,
-        "dlbridge": {"version": dlbridge.__version__, "path": os.path.dirname(dlbridge.__file__),
-                     "cuda_available": cuda_ok, "cuda": cuda},
+        "dlbridge": _dlbridge_info(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "dtypes": DTYPES,
-        "elapsed_s": round(time.perf_counter() - start, 3),
-        "peers": reports,
-        "other_dlpack_distributions": other_dlpack_distributions(),
+        "elapsed_s": 0.0,
+        "peers": [],
+        "other_dlpack_distributions": [],
     }
-
-
-# ---------------------------------------------------------------- the probe (child)
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class _Versioned(ctypes.Structure):  # DLManagedTensorVersioned, up to dl_tensor
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
-
-
-_GET_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
-_DL_NAMES = {(6, 8): "bool", (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
-             (0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64", (2, 16): "float16",
-             (4, 16): "bfloat16", (2, 32): "float32", (2, 64): "float64", (5, 64): "complex64",
-             (5, 128): "complex128"}
-READ_ONLY = 1
-
-
-def describe(x):
-    """(data pointer, dtype name, READ_ONLY flag or None) of a peer tensor, read from
-    the capsule its own ``__dlpack__`` gives (left unconsumed: its destructor frees it)."""
-    try:
-        cap = x.__dlpack__(max_version=(1, 3))
-    except TypeError:  # a producer that predates max_version
-        cap = x.__dlpack__()
-    if '"dltensor_versioned"' in repr(cap):
-        m = _Versioned.from_address(_GET_POINTER(cap, b"dltensor_versioned"))
-        dl, flags = m.dl_tensor, m.flags & READ_ONLY
-    else:
-        dl, flags = _DLTensor.from_address(_GET_POINTER(cap, b"dltensor")), None
-    name = _DL_NAMES.get((dl.dtype.code, dl.dtype.bits), f"code {dl.dtype.code}, {dl.dtype.bits} bits")
-    return (dl.data or 0) + dl.byte_offset, name, flags
-
-
-def _short(e):
-    """'Type: message', the message's first lines, shortened; a C++ source location
-    and function signature in front of it (ONNX Runtime's) left out."""
-    msg = " ".join(line.strip() for line in str(e).strip().splitlines()[:2])
-    if msg.startswith("/") and re.match(r"^\S+\.(cc|cpp|cu|h|hpp):\d+ ", msg) and ") " in msg:
-        msg = msg.rsplit(") ", 1)[1]
-    return f"{type(e).__name__}: {msg[:160]}" if msg else type(e).__name__
-
-
-def sample(name):
-    """(2, 3) values of a dtype as a nested list (bfloat16: float values)."""
-    vals = []
-    for i in range(6):
-        if name == "bool":
-            vals.append(i % 3 == 0)
-        elif name.startswith("complex"):
-            vals.append(complex(i % 7 + 1, i % 5 - 2))
-        elif name.startswith(("float", "bfloat")):
-            vals.append(float(i % 7 + 1))
-        else:
-            vals.append(i % 7 + 1)
-    return [vals[:3], vals[3:]]
-
-
-def _numpy_sample(name):
-    import numpy as np
-
-    return np.array(sample(name), dtype="float32" if name == "bfloat16" else name)
-
-
-def _bf16_bits(a):
-    """bfloat16 bit patterns of float32 values that bfloat16 holds exactly."""
-    import numpy as np
-
-    return (np.ascontiguousarray(a, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
-
-
-class Peer:
-    """How the doctor reaches one library. ``make(name, a, device)`` gets NumPy values
-    (float32 for bfloat16) and returns a tensor of the peer's own."""
-
-    takes_capsules = False  # its from_dlpack wants a capsule: the caller calls __dlpack__()
-    cpu = True  # None: it has no CPU tensors (the reason is cpu_note)
-    cpu_note = ""
-
-    def load(self):
-        raise NotImplementedError
-
-    def version(self):
-        return getattr(self.m, "__version__", None)
-
-    def cuda(self):
-        """Whether the peer can hold CUDA tensors here."""
-        return False
-
-    def to_peer(self, t):
-        """The peer's tensor over dlbridge tensor t (the array API's spelling)."""
-        return self.m.from_dlpack(t)
-
-    def make(self, name, a, device):
-        raise NotImplementedError
-
-    def write(self, x):
-        """Writes 7 into float32 peer tensor x in place; None: no in-place writes."""
-        return None
-
-    def read_only(self):
-        """A read-only float32 tensor of the peer's (on the CPU), or None."""
-        return None
-
-
-class NumPy(Peer):
-    def load(self):
-        import numpy
-
-        self.m = numpy
-
-    def make(self, name, a, device):
-        if name == "bfloat16":
-            import ml_dtypes
-
-            return a.astype(ml_dtypes.bfloat16)
-        return a
-
-    def write(self, x):
-        x[...] = 7
-
-    def read_only(self):
-        a = self.m.arange(4, dtype="float32")
-        a.flags.writeable = False
-        return a
-
-
-class Torch(Peer):
-    def load(self):
-        import torch
-
-        self.m = torch
-
-    def cuda(self):
-        return self.m.cuda.is_available()
-
-    def make(self, name, a, device):
-        x = self.m.from_numpy(a.copy())
-        if name == "bfloat16":
-            x = x.to(self.m.bfloat16)
-        return x.to(device)
-
-    def write(self, x):
-        x.fill_(7)
-
-
-class Jax(Peer):
-    def load(self):
-        import jax
-
-        jax.config.update("jax_enable_x64", True)  # keep 64-bit dtypes
-        import jax.dlpack
-        import jax.numpy as jnp
-
-        self.m, self.jnp = jax, jnp
-
-    def _gpu(self):
-        try:
-            return [d for d in self.m.devices() if d.platform in ("gpu", "cuda")]
-        except RuntimeError:
-            return []
-
-    def cuda(self):
-        return bool(self._gpu())
-
-    def to_peer(self, t):
-        return self.m.dlpack.from_dlpack(t)
-
-    def make(self, name, a, device):
-        x = self.jnp.asarray(a)
-        if name == "bfloat16":
-            x = x.astype(self.jnp.bfloat16)
-        return self.m.device_put(x, self._gpu()[0]) if device == "cuda" else x
-
-    def read_only(self):
-        return self.jnp.arange(4, dtype="float32")
-
-
-class CuPy(Peer):
-    cpu = None
-    cpu_note = "CuPy holds CUDA memory only"
-
-    def load(self):
-        import cupy
-
-        self.m = cupy
-
-    def cuda(self):
-        try:
-            return self.m.cuda.runtime.getDeviceCount() > 0
-        except Exception:  # noqa: BLE001 - no driver
-            return False
-
-    def make(self, name, a, device):
-        if name == "bfloat16":
-            raise TypeError("CuPy has no bfloat16")
-        return self.m.asarray(a)
-
-    def write(self, x):
-        x.fill(7)
-
-
-class TensorFlow(Peer):
-    takes_capsules = True
-
-    def load(self):
-        import tensorflow
-
-        self.m = tensorflow
-
-    def cuda(self):
-        return bool(self.m.config.list_physical_devices("GPU"))
-
-    def to_peer(self, t):
-        return self.m.experimental.dlpack.from_dlpack(t.__dlpack__())
-
-    def make(self, name, a, device):
-        with self.m.device("GPU:0" if device == "cuda" else "CPU:0"):
-            x = self.m.constant(a)
-            return self.m.cast(x, self.m.bfloat16) if name == "bfloat16" else self.m.identity(x)
-
-    def read_only(self):
-        return self.m.constant([0.0, 1.0, 2.0, 3.0])
-
-
-class Paddle(Peer):
-    def load(self):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "No ccache found"
-            import paddle
-        self.m = paddle
-
-    def cuda(self):
-        try:
-            return self.m.device.is_compiled_with_cuda() and self.m.device.cuda.device_count() > 0
-        except Exception:  # noqa: BLE001
-            return False
-
-    def make(self, name, a, device):
-        place = self.m.CUDAPlace(0) if device == "cuda" else self.m.CPUPlace()
-        x = self.m.to_tensor(a, place=place)
-        return x.astype("bfloat16") if name == "bfloat16" else x
-
-    def write(self, x):
-        x.fill_(7.0)
-
-
-class OnnxRuntime(Peer):
-    def load(self):
-        import onnxruntime
-
-        self.m = onnxruntime
-
-    def cuda(self):
-        return "CUDAExecutionProvider" in self.m.get_available_providers()
-
-    def to_peer(self, t):
-        return self.m.OrtValue.from_dlpack(t)
-
-    def make(self, name, a, device):
-        import numpy as np
-
-        ov = self.m.OrtValue
-        a = np.array(a, order="C")
-        if name == "bfloat16":
-            x = ov.ortvalue_from_shape_and_type(list(a.shape), 16, "cuda" if device == "cuda" else "cpu", 0)
-            x.update_inplace(_bf16_bits(a))
-            return x
-        # memory ONNX Runtime owns (ortvalue_from_numpy would borrow the array's)
-        x = ov.ortvalue_from_shape_and_type(list(a.shape), a.dtype.type, "cuda" if device == "cuda" else "cpu", 0)
-        x.update_inplace(a)
-        return x
-
-    def write(self, x):
-        import numpy as np
-
-        x.update_inplace(np.full(x.shape(), 7, dtype=np.float32))
-
-    def read_only(self):
-        import numpy as np
-
-        a = np.arange(4, dtype=np.float32)
-        a.flags.writeable = False
-        self._keep = a  # an OrtValue from NumPy does not keep its array alive
-        return self.m.OrtValue.ortvalue_from_numpy(a)
-
-
-class Warp(Peer):
-    def load(self):
-        import warp
-
-        warp.config.quiet = True  # Warp < 1.10
-        warp.config.log_level = getattr(warp, "LOG_WARNING", 30)
-        warp.init()
-        self.m = warp
-
-    def version(self):
-        return self.m.config.version
-
-    def cuda(self):
-        return self.m.is_cuda_available()
-
-    def make(self, name, a, device):
-        if name == "bfloat16":
-            return self.m.array(_bf16_bits(a), dtype=self.m.bfloat16, device="cuda:0" if device == "cuda" else "cpu")
-        return self.m.array(a, device="cuda:0" if device == "cuda" else "cpu")
-
-    def write(self, x):
-        x.fill_(7.0)
-
-
-class TvmFfi(Peer):
-    def load(self):
-        import tvm_ffi
-
-        self.m = tvm_ffi
-
-    def cuda(self):
-        return True  # it allocates nothing: it wraps what it is given, on any device
-
-    def make(self, name, a, device):
-        # tvm-ffi allocates nothing from Python: it wraps another producer's memory
-        # (NumPy's on the CPU; a dlbridge tensor for bfloat16, which NumPy cannot
-        # export, and on CUDA).
-        import dlbridge as db
-
-        if name == "bfloat16" or device == "cuda":
-            return self.m.from_dlpack(db.tensor(a.tolist(), dtype=getattr(db, name), device=device))
-        return self.m.from_dlpack(a.copy())
-
-
-PEER_CLASSES = {"numpy": NumPy, "torch": Torch, "jax": Jax, "cupy": CuPy, "tensorflow": TensorFlow,
-                "paddle": Paddle, "onnxruntime": OnnxRuntime, "warp": Warp, "tvm_ffi": TvmFfi}
-
-
-class _Spy:
-    """A producer that records the keywords a consumer passes to ``__dlpack__``."""
-
-    def __init__(self, t):
-        self.t, self.calls = t, []
-
-    def __dlpack__(self, *args, **kwargs):
-        self.calls.append(kwargs)
-        return self.t.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self):
-        return self.t.__dlpack_device__()
-
-
-def _into_peer(peer, db, name, device):
-    want = sample(name)
-    t = db.tensor(want, dtype=getattr(db, name), device=device)
-    try:
-        x = peer.to_peer(t)
-    except Exception as e:  # noqa: BLE001
-        return {"result": "refused", "error": _short(e), "note": None}
-    try:
-        ptr, got_dtype, _ = describe(x)
-    except Exception as e:  # noqa: BLE001
-        return {"result": "copied", "error": None, "note": f"peer tensor unreadable through DLPack: {_short(e)}"}
-    if got_dtype != name:
-        return {"result": "wrong-dtype", "error": None, "note": f"arrived as {got_dtype}"}
-    note = None
-    try:
-        if db.from_dlpack(x).cpu().tolist() != want:
-            return {"result": "wrong-values", "error": None, "note": "values differ"}
-    except Exception as e:  # noqa: BLE001
-        note = f"values unchecked ({_short(e)})"
-    return {"result": "zero-copy" if ptr == t.data_ptr() else "copied", "error": None, "note": note}
-
-
-def _from_peer(peer, db, name, device):
-    want = sample(name)
-    note = first = None
-    try:
-        x = peer.make(name, _numpy_sample(name), device)
-    except Exception as e:  # noqa: BLE001
-        x, first = None, e
-    made = ptr = None
-    if x is not None:
-        try:
-            ptr, made, _ = describe(x)
-        except Exception as e:  # noqa: BLE001 - its export refuses: dlbridge's import will say how
-            made = name
-            note = f"the peer's pointer unread ({_short(e)})"
-    if made != name and device == "cpu" and not peer.takes_capsules:
-        # The peer may hold the dtype but not make it from NumPy: its from_dlpack may.
-        try:
-            src = db.tensor(want, dtype=getattr(db, name))
-            y = peer.to_peer(src if name == "bfloat16" else src.numpy())
-            yptr, ydt, _ = describe(y)
-            if ydt == name:
-                note = f"made by the peer's from_dlpack (its constructor gives {made or _short(first)})"
-                x, made, ptr = y, name, yptr
-        except Exception:  # noqa: BLE001
-            pass
-    if x is None:
-        return {"result": "absent", "error": _short(first), "note": None}
-    if made != name:
-        return {"result": "absent", "error": None, "note": f"the peer makes {made} from {name} data"}
-    try:
-        u = db.from_dlpack(x)
-    except Exception as e:  # noqa: BLE001
-        return {"result": "refused", "error": _short(e), "note": None if ptr is None else note}
-    if str(u.dtype) != f"dlbridge.{name}":
-        return {"result": "wrong-dtype", "error": None, "note": f"arrived as {u.dtype}"}
-    if u.cpu().tolist() != want:
-        return {"result": "wrong-values", "error": None, "note": "values differ"}
-    if ptr is None:
-        return {"result": "copied", "error": None, "note": note + "; zero-copy not shown"}
-    return {"result": "zero-copy" if u.data_ptr() == ptr else "copied", "error": None, "note": note}
-
-
-def _read_only(peer, db):
-    import numpy as np
-
-    a = np.arange(4, dtype=np.float32)
-    a.flags.writeable = False
-    r = db.from_numpy(a)
-    try:
-        x = peer.to_peer(r)
-    except Exception as e:  # noqa: BLE001
-        into = {"result": "refused", "detail": _short(e)}
-    else:
-        try:
-            ptr, _, flag = describe(x)
-        except Exception:  # noqa: BLE001
-            ptr, flag = None, None
-        kept = {None: "its export has no flags", 0: "its own export drops READ_ONLY",
-                1: "its own export keeps READ_ONLY"}[flag]
-        if ptr != r.data_ptr():
-            into = {"result": "copied", "detail": "the peer made a copy"}
-        elif type(peer).write is Peer.write:
-            into = {"result": "no-writes", "detail": f"imported zero-copy; the peer has no in-place writes; {kept}"}
-        else:
-            try:
-                peer.write(x)
-            except Exception as e:  # noqa: BLE001
-                into = {"result": "honoured", "detail": f"imported zero-copy; writes refused ({_short(e)})"}
-            else:
-                into = ({"result": "ignored", "detail": "imported zero-copy, and the peer wrote into it"}
-                        if a[0] == 7 else {"result": "honoured", "detail": "the write did not reach the memory"})
-    try:
-        y = peer.read_only()
-    except Exception as e:  # noqa: BLE001
-        y, why = None, _short(e)
-    else:
-        why = "the peer has no read-only tensors"
-    if y is None:
-        out = {"result": "n/a", "detail": why}
-    else:
-        try:
-            u = db.from_dlpack(y)
-        except Exception as e:  # noqa: BLE001
-            out = {"result": "refused", "detail": _short(e)}
-        else:
-            out = ({"result": "read-only", "detail": "dlbridge's import is read-only"} if u.is_read_only else
-                   {"result": "writable", "detail": "the peer's capsule does not say read-only"})
-    return {"into_peer": into, "from_peer": out}
-
-
-def _protocol(peer, db, device):
-    counts = db._core.exchange_api_counts
-    t = db.tensor(sample("float32"), dtype=db.float32, device=device)
-    out = {"into_peer": "?", "from_peer": "?", "keywords": "?"}
-    try:
-        before = counts()
-        peer.to_peer(t)
-        after = counts()
-        if after[1] > before[1]:
-            out["into_peer"] = "dlbridge's DLPack C exchange table"
-        elif peer.takes_capsules:
-            out["into_peer"] = "a capsule: the caller calls __dlpack__()"
-        else:
-            out["into_peer"] = "__dlpack__"
-    except Exception as e:  # noqa: BLE001
-        out["into_peer"] = f"refused ({_short(e)})"
-    try:
-        x = peer.make("float32", _numpy_sample("float32"), device)
-        before = counts()
-        db.from_dlpack(x)
-        out["from_peer"] = ("the peer's DLPack C exchange table" if counts()[0] > before[0] else "__dlpack__")
-    except Exception as e:  # noqa: BLE001
-        out["from_peer"] = f"refused ({_short(e)})"
-    spy = _Spy(t)
-    if peer.takes_capsules:
-        out["keywords"] = "n/a (takes capsules)"
-    else:
-        try:
-            peer.to_peer(spy)
-            out["keywords"] = "; ".join(
-                "(" + ", ".join(f"{k}={v!r}" for k, v in c.items()) + ")" for c in spy.calls) or "not called"
-        except Exception as e:  # noqa: BLE001
-            out["keywords"] = f"refused ({_short(e)})"
-    stream = "n/a (CPU tensors)"
-    if device == "cuda" and peer.takes_capsules:
-        stream = "n/a (it takes capsules: the caller passes stream= to __dlpack__)"
-    elif device == "cuda":
-        streams = [c["stream"] for c in spy.calls if "stream" in c]
-        stream = (f"stream={streams[-1]!r}" if streams else
-                  "no stream keyword" if spy.calls else "n/a (the peer did not call __dlpack__)")
-    return out, stream
-
-
-def probe(name, emit):
-    """Probes one peer, reporting through emit(event dict)."""
-    start = time.perf_counter()
-    peer = PEER_CLASSES[name]()
-    emit({"event": "step", "what": "import"})
-    try:
-        peer.load()
-    except BaseException as e:  # noqa: BLE001 - SystemExit from a broken peer included
-        emit({"event": "import-error", "error": _short(e), "import_s": round(time.perf_counter() - start, 3)})
-        return
-    import dlbridge as db
-
-    emit({"event": "imported", "version": str(peer.version()), "import_s": round(time.perf_counter() - start, 3)})
-    probe_start = time.perf_counter()
-    devices = ["cpu", "cuda"]
-    no_cuda = "no CUDA: dlbridge.cuda.is_available() is False"
-    for device in devices:
-        if device == "cpu" and peer.cpu is None:
-            emit({"event": "device", "device": "cpu", "report": {"skipped": peer.cpu_note}})
-            continue
-        if device == "cuda":
-            if not db.cuda.is_available():
-                emit({"event": "device", "device": "cuda", "report": {"skipped": no_cuda}})
-                continue
-            emit({"event": "step", "what": "cuda availability"})
-            try:
-                has = peer.cuda()
-            except Exception:  # noqa: BLE001
-                has = False
-            if not has:
-                emit({"event": "device", "device": "cuda", "report": {"skipped": "the peer has no CUDA here"}})
-                continue
-        rep = {"into_peer": {}, "from_peer": {}}
-        for direction, fn in (("into_peer", _into_peer), ("from_peer", _from_peer)):
-            for dt in DTYPES:
-                emit({"event": "step", "what": f"{direction} {dt} on {device}"})
-                try:
-                    rep[direction][dt] = fn(peer, db, dt, device)
-                except Exception as e:  # noqa: BLE001 - the probe's own failure, reported
-                    rep[direction][dt] = {"result": "refused", "error": _short(e), "note": "probe failed"}
-        if device == "cpu":
-            emit({"event": "step", "what": "read-only on cpu"})
-            rep["read_only"] = _read_only(peer, db)
-        else:
-            na = {"result": "n/a", "detail": "checked on the CPU"}
-            rep["read_only"] = {"into_peer": na, "from_peer": na}
-        emit({"event": "step", "what": f"protocol on {device}"})
-        rep["protocol"], rep["stream"] = _protocol(peer, db, device)
-        if device == "cpu" and not db.cuda.is_available():
-            rep["stream"] = "n/a (no CUDA)"
-        emit({"event": "device", "device": device, "report": rep})
-    emit({"event": "done", "probe_s": round(time.perf_counter() - probe_start, 3)})
-
-
-def _probe_main(name):
-    # The peer's own output (banners, warnings) goes to stderr; the events to the real stdout.
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-
-    def emit(ev):
-        out.write(json.dumps(ev, default=str) + "\n")
-        out.flush()
-
-    try:
-        probe(name, emit)
-    except BaseException as e:  # noqa: BLE001
-        emit({"event": "error", "error": _short(e)})
-    out.flush()
-    os._exit(0)  # skip the peers' own shutdown (some crash at exit)
-
-
-# ---------------------------------------------------------------- the table
-
-def format_table(report):
-    """The report as plain text."""
-    lines = []
-    d = report["dlbridge"]
-    lines.append(f"dlbridge {d['version']} doctor  (Python {report['python']}, CUDA: "
-                 f"{d['cuda'] if not d['cuda_available'] else 'available, ' + d['cuda']})")
-    lines.append("")
-    peers = report["peers"]
-    if not peers:
-        lines.append("No DLPack library the doctor knows is installed.")
-    width = max([len(p["display"]) for p in peers] + [4])
-    lines.append(f"{'peer':<{width}}  {'version':<16} {'import':>7} {'probe':>7}  status")
-    for p in peers:
-        imp = f"{p['import_s']:.2f}s" if p["import_s"] is not None else "-"
-        prb = f"{p['probe_s']:.2f}s" if p["probe_s"] is not None else "-"
-        status = p["status"] + (f": {p['error']}" if p["error"] else "")
-        lines.append(f"{p['display']:<{width}}  {str(p['version'] or '?'):<16} {imp:>7} {prb:>7}  {status}")
-    others = report.get("other_dlpack_distributions") or []
-    if others:
-        lines.append("")
-        lines.append("Also installed, mention DLPack, not probed: "
-                     + ", ".join(f"{o['name']} {o['version']}" for o in others))
-    for device in ("cpu", "cuda"):
-        rows = [(p, p["devices"].get(device)) for p in peers]
-        live = [(p, r) for p, r in rows if r and "skipped" not in r]
-        lines.append("")
-        if not live:
-            why = {r["skipped"] for _, r in rows if r and "skipped" in r}
-            lines.append(f"Exchange on {device}: none" + (f" ({'; '.join(sorted(why))})" if why else ""))
-            continue
-        lines.append(f"Exchange on {device}, per dtype: Z zero-copy, C copied, R refused, W wrong dtype, "
-                     "V wrong values, - the peer lacks the dtype")
-        label_w = max(len(f"dlbridge -> {p['display']}") for p, _ in live)
-        cols = [SHORT[t] for t in report["dtypes"]]
-        lines.append(" " * label_w + "  " + " ".join(f"{c:>4}" for c in cols))
-        for p, r in live:
-            for direction, label in (("into_peer", f"dlbridge -> {p['display']}"),
-                                     ("from_peer", f"{p['display']} -> dlbridge")):
-                cells = [MARK.get(r[direction].get(t, {}).get("result"), "?") for t in report["dtypes"]]
-                lines.append(f"{label:<{label_w}}  " + " ".join(f"{c:>4}" for c in cells))
-        skipped = [(p, r) for p, r in rows if r and "skipped" in r]
-        for p, r in skipped:
-            lines.append(f"{p['display']}: {r['skipped']}")
-        lines.append("")
-        lines.append(f"Read-only, protocol and streams on {device}:")
-        for p, r in live:
-            ro, pr = r["read_only"], r["protocol"]
-            lines.append(f"  {p['display']}:")
-            lines.append(f"    read-only dlbridge -> {p['display']}: {ro['into_peer']['result']} "
-                         f"({ro['into_peer']['detail']})")
-            lines.append(f"    read-only {p['display']} -> dlbridge: {ro['from_peer']['result']} "
-                         f"({ro['from_peer']['detail']})")
-            lines.append(f"    path dlbridge -> {p['display']}: {pr['into_peer']}; keywords it passes to a "
-                         f"producer's __dlpack__: {pr['keywords']}")
-            lines.append(f"    path {p['display']} -> dlbridge: {pr['from_peer']}")
-            lines.append(f"    stream: {r['stream']}")
-        notes = []
-        for p, r in live:
-            for direction, label in (("into_peer", f"dlbridge -> {p['display']}"),
-                                     ("from_peer", f"{p['display']} -> dlbridge")):
-                for t in report["dtypes"]:
-                    c = r[direction].get(t, {})
-                    if c.get("result") not in ("zero-copy", None) or c.get("note"):
-                        why = "; ".join(x for x in (c.get("error"), c.get("note")) if x)
-                        notes.append(f"  {label} {t}: {c.get('result')}" + (f": {why}" if why else ""))
-        if notes:
-            lines.append("")
-            lines.append(f"Not zero-copy, and notes, on {device}:")
-            lines.extend(notes)
-    lines.append("")
-    lines.append(f"Done in {report['elapsed_s']:.1f} s.")
-    return "\n".join(lines)
+    if on_start:
+        on_start(report)
+    env = _child_env()
+    jobs = jobs or max(1, min(4, os.cpu_count() or 1))
+
+    def one(peer):
+        if progress:
+            progress.started(peer[1])
+        return run_probe(peer, timeout, env)
+
+    reports = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(one, p): p[0] for p in peers}
+        for f in as_completed(futures):
+            r = reports[futures[f]] = f.result()
+            block = (lambda r=r: on_done(r)) if on_done else None
+            if progress:
+                progress.finished(r["display"], r["wall_s"], block)
+            elif block:
+                block()
+    report["peers"] = [reports[p[0]] for p in peers]  # registry order
+    report["other_dlpack_distributions"] = other_dlpack_distributions()
+    report["elapsed_s"] = round(time.perf_counter() - start, 3)
+    return report
 
 
 # ---------------------------------------------------------------- command line
 
 def main(argv=None):
+    names = sorted(p.name for p in PEERS)
     parser = argparse.ArgumentParser(
         prog="python -m dlbridge doctor",
         description="Finds the installed DLPack libraries and tries exchanging tensors with each, both ways, "
                     "per dtype (each library in a child process of its own).")
     parser.add_argument("--json", action="store_true", help="print a JSON document (keys: see the module docstring)")
-    parser.add_argument("--peer", action="append", metavar="NAME", choices=sorted(PEER_CLASSES),
-                        help="probe only this peer (repeatable): " + ", ".join(sorted(PEER_CLASSES)))
+    parser.add_argument("--peer", action="append", metavar="NAME", choices=names,
+                        help="probe only this peer (repeatable): " + ", ".join(names))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per peer (default 120)")
     parser.add_argument("--jobs", type=int, default=None, help="peers probed at once (default: up to 4)")
-    parser.add_argument("--probe", metavar="NAME", choices=sorted(PEER_CLASSES), help=argparse.SUPPRESS)
+    parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     args = parser.parse_args(argv)
-    if args.probe:
-        _probe_main(args.probe)
-        return 0
-    report = diagnose(args.peer, args.timeout, args.jobs)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(format_table(report))
+    total = len([p for p in find_peers() if not args.peer or p[0] in args.peer])
+    progress = None if args.quiet else Progress(total)
+    try:
+        if args.json:
+            report = diagnose(args.peer, args.timeout, args.jobs, progress=progress)
+            print(json.dumps(report, indent=2))
+            return 0
+
+        def out(text):
+            print(text, flush=True)
+
+        report = diagnose(args.peer, args.timeout, args.jobs, progress=progress,
+                          on_start=lambda r: out(format_head(r)),
+                          on_done=lambda p: out(format_peer(p, DTYPES)))
+    finally:
+        if progress:
+            progress.close()
+    out(format_foot(report))
     return 0
 
+
+assert set(PEER_CLASSES) == set(BY_NAME), "every registry peer has a probe (dlbridge._doctor_probe)"
 
 if __name__ == "__main__":
     sys.exit(main())

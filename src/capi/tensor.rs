@@ -2,13 +2,15 @@
 
 use super::error::{core, dlb_status, fail, guard};
 use crate::dlpack::{
-    ExportOptions, borrowed_view, export_legacy, export_versioned, import::import_with,
+    ExportOptions, VERSION, borrowed_view, export_legacy, export_versioned, import::import_with,
 };
 use crate::foreign::{ForeignTensor, byte_strides};
 use crate::layout::checked_numel;
 use crate::storage::Owner;
 use crate::{DType, Device, Tensor};
-use dlpark::ffi::{DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlpark::ffi::{
+    DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+};
 use dlpark::{DlpackFlags, Managed};
 use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
@@ -139,7 +141,8 @@ pub unsafe extern "C" fn dlb_import_legacy(
     guard(|| import_managed(managed, out, |_| false))
 }
 
-/// Exports `tensor` as a new DLPack 1.3 managed tensor sharing its memory.
+/// Exports `tensor` as a new DLPack 1.3 managed tensor sharing its memory
+/// (`dlb_export_max_version` for a consumer that reads an older 1.x).
 ///
 /// Ownership: the caller owns `*out` and must call its deleter exactly once.
 /// The memory stays valid until then, even after `dlb_free(tensor)`.
@@ -153,6 +156,52 @@ pub unsafe extern "C" fn dlb_export(
         let t = handle(tensor, "tensor")?;
         need_out(out)?;
         let m = export_versioned(t, ExportOptions::default()).map_err(core)?;
+        // SAFETY: out checked non-NULL.
+        unsafe { *out = m };
+        Ok(())
+    })
+}
+
+/// `dlb_export` for a consumer that reads DLPack up to `max_major.max_minor`
+/// (as Python's `__dlpack__(max_version=...)`): the export is stamped with the
+/// older of that version and 1.3, and a tensor that version cannot describe
+/// (a float8/float6/float4 dtype, or a padded sub-byte one, before 1.1) is
+/// refused with `DLB_ERR_INVALID_TENSOR` rather than misread. A major
+/// version above 1 gets 1.3 (the consumer reads 1.x too, per the spec).
+/// Errors: as `dlb_export`, and `DLB_ERR_UNSUPPORTED_VERSION` for major 0
+/// (no versioned struct: use `dlb_export_legacy`). Thread-safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlb_export_max_version(
+    tensor: *const dlb_tensor,
+    max_major: u32,
+    max_minor: u32,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> dlb_status {
+    guard(|| {
+        let t = handle(tensor, "tensor")?;
+        need_out(out)?;
+        let version = match max_major {
+            0 => {
+                return Err(fail(
+                    dlb_status::DLB_ERR_UNSUPPORTED_VERSION,
+                    format!(
+                        "DLPack {max_major}.{max_minor} has no versioned managed tensor; \
+                         use dlb_export_legacy"
+                    ),
+                ));
+            }
+            1 => DLPackVersion {
+                major: 1,
+                minor: max_minor.min(VERSION.minor),
+            },
+            _ => VERSION,
+        };
+        let options = ExportOptions {
+            is_copied: false,
+            version: Some(version),
+            refuse_undescribable: true,
+        };
+        let m = export_versioned(t, options).map_err(core)?;
         // SAFETY: out checked non-NULL.
         unsafe { *out = m };
         Ok(())

@@ -23,6 +23,10 @@ pub struct ExportOptions {
     pub is_copied: bool,
     /// The version to stamp (defaults to [`VERSION`]).
     pub version: Option<DLPackVersion>,
+    /// Refuse a tensor `version` cannot describe (C's `dlb_export_max_version`).
+    /// Python's `__dlpack__(max_version=...)` does not: PyTorch asks for (1, 0)
+    /// and reads the float8 codes that came with 1.1.
+    pub refuse_undescribable: bool,
 }
 
 /// Points a DLTensor's shape and strides into `dims` (shape then strides).
@@ -197,6 +201,35 @@ unsafe extern "C" fn delete_legacy(ptr: *mut DLManagedTensor) {
     unsafe { free_block(ptr) }
 }
 
+/// The first DLPack minor version (of major 1) that declares a dtype code:
+/// 0-6 (int to bool) are in 1.0; the float8/float6/float4 codes came with 1.1.
+fn first_minor_with_code(code: u8) -> u32 {
+    if code <= 6 { 0 } else { 1 }
+}
+
+/// Refuses an export stamped with a version that cannot describe the tensor
+/// (a C consumer built against DLPack 1.0 would misread a float8 code or a
+/// padded sub-byte tensor, whose flag came with 1.1).
+fn check_describable(dl: &DLTensor, t: &Tensor, version: DLPackVersion) -> Result<()> {
+    if version.major != 1 {
+        return Ok(());
+    }
+    let need = first_minor_with_code(dl.dtype.code.0).max(u32::from(t.dtype().is_padded_subbyte()));
+    if version.minor < need {
+        return Err(crate::err!(
+            InvalidTensor,
+            "cannot export a {} tensor as DLPack {}.{}: its dtype came with DLPack 1.{}; ask for \
+             version 1.{} or later (max_version) or convert it with .to() first",
+            t.dtype(),
+            version.major,
+            version.minor,
+            need,
+            need
+        ));
+    }
+    Ok(())
+}
+
 /// Exports `t` as a `DLManagedTensorVersioned` the caller now owns.
 /// READ_ONLY follows the storage; IS_COPIED follows `options`.
 pub fn export_versioned(
@@ -204,6 +237,10 @@ pub fn export_versioned(
     options: ExportOptions,
 ) -> Result<*mut DLManagedTensorVersioned> {
     let dl_tensor = describe(t)?;
+    let version = options.version.unwrap_or(VERSION);
+    if options.refuse_undescribable {
+        check_describable(&dl_tensor, t, version)?;
+    }
     let mut flags = DlpackFlags::empty();
     flags.set(DlpackFlags::READ_ONLY, t.is_read_only());
     flags.set(DlpackFlags::IS_COPIED, options.is_copied);
@@ -212,7 +249,7 @@ pub fn export_versioned(
         t.dtype().is_padded_subbyte(),
     );
     let header = DLManagedTensorVersioned {
-        version: options.version.unwrap_or(VERSION),
+        version,
         manager_ctx: std::ptr::null_mut(),
         deleter: Some(delete_versioned),
         flags,

@@ -4,5 +4,5 @@
 pub mod export;
 pub mod import;
 
-pub use export::{ExportOptions, borrowed_view, export_legacy, export_versioned};
+pub use export::{ExportOptions, VERSION, borrowed_view, export_legacy, export_versioned};
 pub use import::import_versioned_or_legacy;

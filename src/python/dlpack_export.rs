@@ -121,6 +121,7 @@ fn dlpack(
             let options = ExportOptions {
                 is_copied,
                 version: Some(version),
+                refuse_undescribable: false,
             };
             let ptr = export_versioned(src, options).py()?;
             capsule::wrap_export(py, ptr.cast(), Abi::Versioned)

@@ -3,17 +3,18 @@
  * in C11 and in C++17. tests/python/test_c_header_compat.py builds it once
  * for every dlpack.h that an installed package ships (TensorFlow, tvm-ffi,
  * PyTorch, ...), and once without one (dlbridge_dlpack.h's own declarations,
- * the reference for the layout line):
+ * the reference for the layout line), in both include orders:
  *
  *   cc -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude \
  *      -isystem DIR_OF_DLPACK_H '-DDLB_DLPACK_H=<dlpack.h>' \
  *      tests/c/header_compat.c -Ltarget/debug -ldlbridge \
  *      -Wl,-rpath,$PWD/target/debug -o header_compat && ./header_compat
  *
- * It includes the official header first, then dlbridge.h (the supported
- * order). With DLB_DLPACK_H_AFTER defined it includes them the other way
- * round, which docs/c-abi.md says does not compile (the test checks that it
- * still does not, so the documentation stays true).
+ * It includes the official header first, then dlbridge.h. With
+ * DLB_DLPACK_H_AFTER defined it includes them the other way round: dlbridge.h
+ * declares DLPack 1.3 under the official include guard, so the official
+ * header is skipped and the program sees 1.3. Both orders must compile
+ * without a warning and run.
  *
  * The program prints the DLPack version it compiled against and a line with
  * the layout of the DLPack types and the values of the enumerators and flags
@@ -156,9 +157,9 @@ int main(void) {
   dlb_free(t);
   CHECK(g_deletes == 3);
 
-#if defined(DLB_DLPACK_H) && DLPACK_MINOR_VERSION >= 1
-  /* The official enumerators dlbridge_dlpack.h does not declare are there
-   * (float8 came with 1.1), and dlbridge takes float8 spelled with them. */
+#if DLPACK_MINOR_VERSION >= 1
+  /* What the version macro promises is declared: float8 came with 1.1, and
+   * dlbridge takes float8 spelled with its enumerator. */
   {
     DLDataType f8;
     DLDevice cpu;
@@ -174,10 +175,32 @@ int main(void) {
     t = NULL;
   }
 #endif
-#if defined(DLB_DLPACK_H) && DLPACK_MINOR_VERSION >= 3
-  /* So are DLPack 1.3's C exchange API types. */
+#if DLPACK_MINOR_VERSION >= 3
+  /* So are DLPack 1.3's float6/float4 codes and C exchange API types. */
+  CHECK((int)kDLFloat6_e2m3fn == 15 && (int)kDLFloat4_e2m1fn == 17 && (int)kDLTrn == 18);
   CHECK(sizeof(DLPackExchangeAPI) > sizeof(DLPackExchangeAPIHeader));
+  printf("1.3 declarations used\n");
 #endif
+  /* An export for a consumer of this header's version (dlbridge may be newer). */
+  {
+    double one[1] = {1};
+    int64_t n1[1] = {1};
+    DLTensor d1 = dl;
+    d1.data = one;
+    d1.ndim = 1;
+    d1.shape = n1;
+    d1.strides = NULL;
+    m.dl_tensor = d1;
+    m.flags = 0;
+    CHECK(dlb_import_versioned(&m, &t) == DLB_OK);
+    e = NULL;
+    CHECK(dlb_export_max_version(t, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, &e) == DLB_OK);
+    CHECK(e != NULL && e->version.major == 1 && e->version.minor == DLPACK_MINOR_VERSION);
+    e->deleter(e);
+    dlb_free(t);
+    t = NULL;
+    CHECK(g_deletes == 4);
+  }
 
   if (g_failures) {
     printf("%d of %d checks failed\n", g_failures, g_checks);

@@ -1600,6 +1600,64 @@ static void test_cast(void) {
 
 /* The DLPack 1.3 narrow dtypes: casts bit for bit as PyTorch, padded sub-byte
  * exports flagged, arithmetic refused. */
+static void test_export_max_version(void) {
+  begin("export max_version");
+  double values[2] = {1.5, -2.0};
+  int64_t n2[1] = {2};
+  dlb_tensor *t = f64_tensor(1, n2, values), *c = NULL;
+  DLManagedTensorVersioned *const unset = (DLManagedTensorVersioned *)(uintptr_t)0x5e57, *e = unset;
+  /* Stamped with the older of the consumer's version and 1.3. */
+  const uint32_t asked[5][2] = {{1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 9}};
+  const uint32_t got[5] = {0, 1, 2, 3, 3};
+  for (int i = 0; i < 5; i++) {
+    e = NULL;
+    CHECK_OK(dlb_export_max_version(t, asked[i][0], asked[i][1], &e));
+    CHECK(e != NULL && e->version.major == 1 && e->version.minor == got[i]);
+    CHECK(e->dl_tensor.data == data_of(t) && e->flags == 0);
+    e->deleter(e);
+  }
+  /* A later major version reads 1.x too: 1.3. */
+  CHECK_OK(dlb_export_max_version(t, 2, 0, &e));
+  CHECK(e->version.major == 1 && e->version.minor == 3);
+  e->deleter(e);
+  /* Major 0 has no versioned struct. */
+  e = unset;
+  CHECK_ERR(dlb_export_max_version(t, 0, 8, &e), DLB_ERR_UNSUPPORTED_VERSION);
+  CHECK_MSG("dlb_export_legacy");
+  CHECK(e == unset);
+  CHECK_ERR(dlb_export_max_version(NULL, 1, 0, &e), DLB_ERR_NULL_POINTER);
+  CHECK_ERR(dlb_export_max_version(t, 1, 0, NULL), DLB_ERR_NULL_POINTER);
+
+  /* float8 came with DLPack 1.1: a 1.0 consumer cannot read its code. */
+  CHECK_OK(dlb_cast(t, dt(kDLFloat8_e4m3fn, 8), &c));
+  CHECK_ERR(dlb_export_max_version(c, 1, 0, &e), DLB_ERR_INVALID_TENSOR);
+  CHECK_MSG("DLPack 1.1");
+  CHECK(e == unset);
+  CHECK_OK(dlb_export_max_version(c, 1, 1, &e));
+  CHECK(e->version.minor == 1 && (int)e->dl_tensor.dtype.code == (int)kDLFloat8_e4m3fn);
+  e->deleter(e);
+  dlb_free(c);
+  /* So did the padded sub-byte flag (float4, one value per byte). */
+  CHECK_OK(dlb_cast(t, dt(kDLFloat4_e2m1fn, 4), &c));
+  e = unset;
+  CHECK_ERR(dlb_export_max_version(c, 1, 0, &e), DLB_ERR_INVALID_TENSOR);
+  CHECK(e == unset);
+  CHECK_OK(dlb_export_max_version(c, 1, 1, &e));
+  CHECK((e->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED) != 0);
+  e->deleter(e);
+  dlb_free(c);
+  /* Every 1.0 dtype exports as 1.0 (bool, bfloat16, complex). */
+  const DLDataType old[3] = {dt(kDLBool, 8), dt(kDLBfloat, 16), dt(kDLComplex, 128)};
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(dlb_cast(t, old[i], &c));
+    CHECK_OK(dlb_export_max_version(c, 1, 0, &e));
+    CHECK(e->version.minor == 0 && same_dtype(e->dl_tensor.dtype, old[i]));
+    e->deleter(e);
+    dlb_free(c);
+  }
+  dlb_free(t);
+}
+
 static void test_narrow_dtypes(void) {
   begin("narrow dtypes");
   double values[4] = {1.5, -2.0, 0.3, 1000.0};
@@ -2219,6 +2277,7 @@ int main(void) {
   test_import_read_only();
   test_import_errors();
   test_export();
+  test_export_max_version();
   test_export_legacy();
   test_null_data_and_extreme_extents();
   test_empty_and_zeros();

@@ -13,12 +13,30 @@ import os
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # PaddlePaddle must be imported before TensorFlow in one interpreter: the
-# other order crashes the interpreter (a segfault while paddle loads). Importing
-# paddle takes seconds, so it is not imported up front: a one-shot import hook
-# imports it (when installed) just before the first `import tensorflow`, so a
-# run that never imports TensorFlow pays nothing.
+# other order crashes the interpreter (a segfault while paddle loads). The
+# registry of peers (dlbridge/_peers.py, read by the doctor too) says which
+# peer needs which first (`import_after`). Importing paddle takes seconds, so
+# it is not imported up front: a one-shot import hook imports it (when
+# installed) just before the first `import tensorflow`, so a run that never
+# imports TensorFlow pays nothing.
 import importlib.util
 import sys
+
+
+def _peer_registry():
+    """dlbridge._peers, loaded from its file without importing dlbridge (see above)."""
+    spec = importlib.util.find_spec("dlbridge")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    path = os.path.join(list(spec.submodule_search_locations)[0], "_peers.py")
+    if not os.path.isfile(path):
+        return ()
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("_dlbridge_peers", path))
+    module.__spec__.loader.exec_module(module)
+    return module.PEERS
+
+
+IMPORT_FIRST = {p.module: p.import_after for p in _peer_registry() if p.import_after}
 
 
 def import_paddle():
@@ -35,17 +53,29 @@ def import_paddle():
     return paddle
 
 
-class _PaddleBeforeTensorFlow:
-    def find_spec(self, name, path=None, target=None):
-        if name == "tensorflow":
-            sys.meta_path.remove(self)
-            if "paddle" not in sys.modules and importlib.util.find_spec("paddle") is not None:
+def import_first(module):
+    """Imports, when installed, what the registry says must come before `module`."""
+    for first in IMPORT_FIRST.get(module, ()):
+        if first not in sys.modules and importlib.util.find_spec(first) is not None:
+            if first == "paddle":
                 import_paddle()
+            else:
+                importlib.import_module(first)
+
+
+class _ImportFirst:
+    def find_spec(self, name, path=None, target=None):
+        if name in IMPORT_FIRST:
+            IMPORT_FIRST_PENDING.discard(name)
+            if not IMPORT_FIRST_PENDING:
+                sys.meta_path.remove(self)
+            import_first(name)
         return None  # the ordinary finders do the import
 
 
-if "tensorflow" not in sys.modules:
-    sys.meta_path.insert(0, _PaddleBeforeTensorFlow())
+IMPORT_FIRST_PENDING = {m for m in IMPORT_FIRST if m not in sys.modules}
+if IMPORT_FIRST_PENDING:
+    sys.meta_path.insert(0, _ImportFirst())
 
 # TensorFlow's C++ logging (oneDNN's start-up notice included) off, unless asked for.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

@@ -24,6 +24,7 @@ import torch
 
 import dlbridge as db
 from conftest import DTYPE_NAMES, collect, sample
+from dlbridge._peers import PEERS
 from dlpack_abi import READ_ONLY, DLManagedTensor, DLManagedTensorVersioned, capsule_pointer
 
 ZERO_COPY = "zero-copy"
@@ -123,7 +124,11 @@ class Spy:
 class Peer:
     """How a test reaches one peer. Subclasses fill in every attribute."""
 
-    name = ""
+    info = None  # its row of dlbridge._peers.PEERS, the registry the doctor reads too
+
+    @property
+    def name(self):
+        return self.info.display
     into = {}  # dtype name -> expectation of peer.from_dlpack(dlbridge tensor)
     out_of = {}  # dtype name -> expectation of db.from_dlpack(peer tensor)
     # Which exchange table a direction uses: "dlbridge" (the peer calls dlbridge's),
@@ -201,6 +206,11 @@ class PeerSuite:
     """Collected once per peer through a subclass named Test...; `peer` is a Peer."""
 
     peer = Peer()
+
+    def test_peer_is_the_registrys(self, request):
+        """The peer is a row of dlbridge._peers, and this is the test module it names."""
+        assert self.peer.info in PEERS
+        assert request.module.__name__ == self.peer.info.test_module
 
     def test_expectations_cover_every_dtype(self):
         assert sorted(self.peer.into) == sorted(DTYPE_NAMES)

@@ -571,3 +571,18 @@ def test_keyword_names_remembered_only_when_plain_str():
     assert is_capsule(c, "dltensor_versioned")
     collect()
     assert released == [1]
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"])
+def test_max_version_1_0_still_exports_the_newer_dtypes(dtype):
+    """PyTorch asks for max_version=(1, 0) and reads the float8 codes that came with
+    DLPack 1.1, so Python's export does not refuse them (C's dlb_export_max_version,
+    whose caller states the header it was built with, does)."""
+    t = db.ones(3).to(getattr(db, dtype))
+    assert is_capsule(t.__dlpack__(max_version=(1, 0)), "dltensor_versioned")
+
+
+def test_max_version_1_0_exports_every_dtype_of_dlpack_1_0():
+    for name in ["bool", "uint8", "int64", "float16", "bfloat16", "float64", "complex128"]:
+        t = db.ones(3).to(getattr(db, name))
+        assert is_capsule(t.__dlpack__(max_version=(1, 0)), "dltensor_versioned")

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import ASAN_RUNTIME, python_env
-from dlbridge import _doctor
+from dlbridge import _doctor, _peers
 
 DTYPES = _doctor.DTYPES
 RESULTS = {"zero-copy", "copied", "refused", "wrong-dtype", "wrong-values", "absent", "crashed"}
@@ -80,7 +80,7 @@ def test_json_shape(runs):
 def test_finds_every_installed_known_peer_with_its_version(runs):
     report, _ = runs
     names = {p["name"] for p in report["peers"]}
-    for name, _display, module, dists in _doctor.KNOWN:
+    for name, _display, module, dists, *_ in _peers.PEERS:
         # PathFinder: not conftest's hook, which imports paddle on any look-up of tensorflow
         installed = importlib.machinery.PathFinder.find_spec(module) is not None
         assert (name in names) == installed, name
@@ -150,6 +150,7 @@ def test_table_mentions_every_found_peer(runs):
         assert p["display"] in text
         assert f"dlbridge -> {p['display']}" in text or p["devices"]["cpu"].get("skipped")
     assert "Z zero-copy" in text and "Done in" in text
+    assert "PyTorch: zero-copy both ways, all 15 dtypes; PyTorch ignores READ_ONLY" in text
     assert text == text.encode("ascii", "replace").decode()  # plain text
 
 
@@ -201,3 +202,84 @@ def test_usage_without_a_command():
     run = subprocess.run([sys.executable, "-m", "dlbridge"], capture_output=True, text=True, timeout=60,
                          env=python_env())
     assert run.returncode == 2 and "python -m dlbridge doctor" in run.stderr
+
+
+def test_notes_and_errors_are_never_cut(runs):
+    """Every note and error of the JSON report is in the table whole (wrapped, not cut)."""
+    report, text = runs
+    flat = " ".join(text.split())
+    for p in report["peers"]:
+        for rep in p["devices"].values():
+            for direction in ("into_peer", "from_peer"):
+                for cell in rep.get(direction, {}).values():
+                    for said in (cell["error"], cell["note"]):
+                        if said:
+                            assert " ".join(said.split()) in flat, said
+            for side in rep.get("read_only", {}).values():
+                assert " ".join(side["detail"].split()) in flat
+    assert "pointer unread" not in text and "zero-copy not shown" not in text  # plain words
+
+
+def test_each_peer_has_one_summary_line(runs):
+    report, text = runs
+    for p in report["peers"]:
+        lines = [x for x in text.splitlines() if x.startswith(p["display"] + ": ")]
+        assert len(lines) == 1, (p["display"], lines)
+
+
+def test_rows_stream_as_each_peer_finishes_with_progress_on_stderr(tmp_path):
+    """NumPy's block is on stdout while a hanging peer still runs; stderr says which
+    peers run and which are done."""
+    (tmp_path / "onnxruntime").mkdir()
+    (tmp_path / "onnxruntime" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    run = doctor("--peer", "numpy", "--peer", "onnxruntime", "--timeout", "40", env=env)
+    seen_while_running = False
+    for line in run.stdout:
+        if line.startswith("NumPy: "):
+            seen_while_running = run.poll() is None
+            break
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err[-2000:]
+    assert seen_while_running, "NumPy's rows came only at the end"
+    assert "doctor: probing NumPy..." in err and "doctor: NumPy done in" in err
+    assert "ONNX Runtime: timed-out" in out
+
+
+def _numpy_bfloat16(env=None):
+    run = doctor("--json", "--peer", "numpy", env=env)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-2000:]
+    cpu = json.loads(out)["peers"][0]["devices"]["cpu"]
+    return cpu["into_peer"]["bfloat16"], cpu["from_peer"]["bfloat16"]
+
+
+def test_a_dtype_numpy_lacks_reads_the_same_with_or_without_ml_dtypes(tmp_path):
+    """NumPy has no bfloat16 of its own: the doctor says so in both directions, whether
+    ml_dtypes (which adds one) is installed or not (a fake that fails to import)."""
+    into, out = _numpy_bfloat16()
+    (tmp_path / "ml_dtypes").mkdir()
+    (tmp_path / "ml_dtypes" / "__init__.py").write_text("raise ImportError('no ml_dtypes here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    into_without, out_without = _numpy_bfloat16(env)
+    lacks = "NumPy has no bfloat16 of its own"
+    assert into["result"] == into_without["result"] == "refused"
+    assert into["note"] == into_without["note"] == lacks
+    assert out["result"] == "zero-copy" and out["note"].startswith(lacks) and "ml_dtypes" in out["note"]
+    assert out_without == {"result": "absent", "error": None,
+                           "note": lacks + "; ml_dtypes, which adds one, is not installed"}
+
+
+def test_one_registry_for_the_doctor_and_the_peer_tests():
+    """Every peer of dlbridge._peers has its test module, every test_peer_*.py is a
+    registry peer's, and the doctor probes exactly the registry's peers."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for p in _peers.PEERS:
+        assert os.path.isfile(os.path.join(here, p.test_module + ".py")), p
+    in_registry = {p.test_module for p in _peers.PEERS}
+    for f in os.listdir(here):
+        if f.startswith("test_peer_") and f.endswith(".py"):
+            assert f[:-3] in in_registry, f
+    from dlbridge import _doctor_probe
+
+    assert set(_doctor_probe.PEER_CLASSES) == set(_peers.BY_NAME)

@@ -14,7 +14,9 @@ import weakref
 import numpy as np
 import pytest
 
-ort = pytest.importorskip("onnxruntime")
+from dlbridge._peers import BY_NAME
+
+ort = pytest.importorskip(BY_NAME["onnxruntime"].module)
 
 import torch  # noqa: E402
 
@@ -28,7 +30,7 @@ ORT_DTYPES = {"tensor(float)": "float32", "tensor(double)": "float64"}
 
 
 class OnnxRuntime(Peer):
-    name = "ONNX Runtime"
+    info = BY_NAME["onnxruntime"]  # the registry the doctor reads too
     into = {**dict.fromkeys(DTYPE_NAMES, ZERO_COPY),
             **dict.fromkeys(COMPLEX_NAMES, Refused(RuntimeError, "Unsupported DLPack data type: code 5"))}
     out_of = {**dict.fromkeys(DTYPE_NAMES, ZERO_COPY),

@@ -13,6 +13,8 @@ import gc
 import numpy as np
 import pytest
 
+from dlbridge._peers import BY_NAME
+
 from conftest import DTYPE_NAMES, import_paddle
 
 if import_paddle() is None:
@@ -24,7 +26,7 @@ from dlpack_abi import DLManagedTensorVersioned, capsule_pointer  # noqa: E402
 from peer_suite import ZERO_COPY, Peer, PeerSuite, capsule_view, counts  # noqa: E402
 
 class Paddle(Peer):
-    name = "PaddlePaddle"
+    info = BY_NAME["paddle"]  # the registry the doctor reads too
     into = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     out_of = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     into_table = None

@@ -12,20 +12,22 @@ import os
 import numpy as np
 import pytest
 
+from dlbridge._peers import BY_NAME
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Paddle must come before TensorFlow in one interpreter (the other order crashes it);
 # conftest's hook does this too, this keeps the module safe on its own.
 from conftest import DTYPE_NAMES, import_paddle  # noqa: E402
 
 import_paddle()
-tf = pytest.importorskip("tensorflow")
+tf = pytest.importorskip(BY_NAME["tensorflow"].module)
 
 import dlbridge as db  # noqa: E402
 from peer_suite import ZERO_COPY, Peer, PeerSuite, Refused, capsule_view  # noqa: E402
 
 
 class TensorFlow(Peer):
-    name = "TensorFlow"
+    info = BY_NAME["tensorflow"]  # the registry the doctor reads too
     into = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     out_of = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     into_table = out_of_table = None  # TensorFlow has no DLPack exchange table

@@ -12,7 +12,9 @@ writable), and its Python `dtype` cannot name complex dtypes.
 import numpy as np
 import pytest
 
-tvm_ffi = pytest.importorskip("tvm_ffi")
+from dlbridge._peers import BY_NAME
+
+tvm_ffi = pytest.importorskip(BY_NAME["tvm_ffi"].module)
 
 import torch  # noqa: E402
 
@@ -22,7 +24,7 @@ from peer_suite import ZERO_COPY, Peer, PeerSuite, counts  # noqa: E402
 
 
 class TvmFfi(Peer):
-    name = "tvm-ffi"
+    info = BY_NAME["tvm_ffi"]  # the registry the doctor reads too
     into = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     out_of = dict.fromkeys(DTYPE_NAMES, ZERO_COPY)
     into_table = "dlbridge"

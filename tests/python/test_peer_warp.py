@@ -9,7 +9,9 @@ zero-copy for every dtype but complex (Warp has none); Warp has no 0-d arrays.
 import numpy as np
 import pytest
 
-wp = pytest.importorskip("warp")
+from dlbridge._peers import BY_NAME
+
+wp = pytest.importorskip(BY_NAME["warp"].module)
 wp.config.quiet = True  # Warp < 1.10
 wp.config.log_level = getattr(wp, "LOG_WARNING", 30)  # Warp >= 1.10: no start-up banner
 wp.init()  # wp.from_dlpack needs the runtime
@@ -20,7 +22,7 @@ from peer_suite import ZERO_COPY, Absent, Peer, PeerSuite, Refused  # noqa: E402
 
 
 class Warp(Peer):
-    name = "Warp"
+    info = BY_NAME["warp"]  # the registry the doctor reads too
     into = {**dict.fromkeys(DTYPE_NAMES, ZERO_COPY),
             **dict.fromkeys(COMPLEX_NAMES, Refused(RuntimeError, "Warp does not support complex types"))}
     out_of = {**dict.fromkeys(DTYPE_NAMES, ZERO_COPY),
