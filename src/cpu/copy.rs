@@ -9,7 +9,7 @@
 //! that are not whole elements through a byte-wise gather.
 
 use super::cast::cast_contiguous;
-use super::strided::{for_each_offset, view, view_mut};
+use super::strided::{Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
 use rayon::prelude::*;
@@ -99,13 +99,6 @@ fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {
         .for_each(|o, &x| *o = x.cast());
 }
 
-/// One dimension of the source: length and stride in elements.
-#[derive(Clone, Copy)]
-struct Dim {
-    n: usize,
-    s: isize,
-}
-
 /// A same-dtype copy of an aligned strided `src` into the contiguous `dst`,
 /// element by element as the unsigned type of the element's size; false
 /// when the strides are not whole elements.
@@ -146,30 +139,6 @@ fn strided_typed<T: Copy + Send + Sync>(dst: &Tensor, src: &Tensor) -> bool {
         [outer @ .., last] => copy_rows::<T>(s, d, outer, *last),
     }
     true
-}
-
-/// Calls `f(k, offset)` for the `len` positions from flat position `start`
-/// of `dims` (row-major), `offset` in elements.
-fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usize, isize)) {
-    let mut idx = vec![0usize; dims.len()];
-    let (mut rem, mut off) = (start, 0isize);
-    for (i, d) in dims.iter().enumerate().rev() {
-        idx[i] = rem % d.n;
-        rem /= d.n;
-        off += idx[i] as isize * d.s;
-    }
-    for k in start..start + len {
-        f(k, off);
-        for (i, d) in dims.iter().enumerate().rev() {
-            idx[i] += 1;
-            off += d.s;
-            if idx[i] < d.n {
-                break;
-            }
-            off -= d.s * d.n as isize;
-            idx[i] = 0;
-        }
-    }
 }
 
 /// Rows along `last` (memcpy when contiguous, else a strided loop).

@@ -17,6 +17,7 @@
 
 use super::copy::materialize;
 use super::reduce_run::{Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_run, sum_run};
+use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
 use rayon::prelude::*;
@@ -47,13 +48,6 @@ pub(crate) fn reduce_into(
     with_compute_element!(src.dtype(), T => reduce_typed::<T>(&src, dims, op, out, indices))
 }
 
-/// One dimension: its length and its stride in elements.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Dim {
-    n: usize,
-    s: isize,
-}
-
 /// Merges neighbours that step through memory as one dimension would.
 fn collapse(dims: Vec<Dim>) -> Vec<Dim> {
     let mut out: Vec<Dim> = Vec::with_capacity(dims.len());
@@ -71,40 +65,6 @@ fn collapse(dims: Vec<Dim>) -> Vec<Dim> {
 
 fn count(dims: &[Dim]) -> usize {
     dims.iter().map(|d| d.n).product()
-}
-
-/// Calls `f(k, offset)` for the `len` positions from flat position `start`
-/// of `dims` (row-major), `offset` in elements.
-fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usize, isize)) {
-    match dims {
-        [] => {
-            if len > 0 {
-                f(start, 0)
-            }
-        }
-        [d] => (start..start + len).for_each(|k| f(k, k as isize * d.s)),
-        _ => {
-            let mut idx = vec![0usize; dims.len()];
-            let (mut rem, mut off) = (start, 0isize);
-            for (i, d) in dims.iter().enumerate().rev() {
-                idx[i] = rem % d.n;
-                rem /= d.n;
-                off += idx[i] as isize * d.s;
-            }
-            for k in start..start + len {
-                f(k, off);
-                for (i, d) in dims.iter().enumerate().rev() {
-                    idx[i] += 1;
-                    off += d.s;
-                    if idx[i] < d.n {
-                        break;
-                    }
-                    off -= d.s * d.n as isize;
-                    idx[i] = 0;
-                }
-            }
-        }
-    }
 }
 
 /// Where results go: the fresh contiguous output (and indices), with what

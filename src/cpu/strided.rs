@@ -97,3 +97,44 @@ pub(crate) fn for_each_offset(shape: &[usize], strides: &[isize], mut f: impl Fn
         }
     }
 }
+
+/// One dimension of a walk: its length and its stride in elements.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Dim {
+    pub(crate) n: usize,
+    pub(crate) s: isize,
+}
+
+/// Calls `f(k, offset)` for the `len` positions from flat position `start`
+/// of `dims` (row-major), `offset` in elements.
+pub(crate) fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usize, isize)) {
+    match dims {
+        [] => {
+            if len > 0 {
+                f(start, 0)
+            }
+        }
+        [d] => (start..start + len).for_each(|k| f(k, k as isize * d.s)),
+        _ => {
+            let mut idx = vec![0usize; dims.len()];
+            let (mut rem, mut off) = (start, 0isize);
+            for (i, d) in dims.iter().enumerate().rev() {
+                idx[i] = rem % d.n;
+                rem /= d.n;
+                off += idx[i] as isize * d.s;
+            }
+            for k in start..start + len {
+                f(k, off);
+                for (i, d) in dims.iter().enumerate().rev() {
+                    idx[i] += 1;
+                    off += d.s;
+                    if idx[i] < d.n {
+                        break;
+                    }
+                    off -= d.s * d.n as isize;
+                    idx[i] = 0;
+                }
+            }
+        }
+    }
+}
