@@ -165,8 +165,13 @@ unsafe impl<T> Sync for Shared<T> {}
 
 /// Runs `part(start, end)` over `0..n`, split across threads when large.
 fn parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
+    // The size first: a small loop never starts rayon's pool (nor, under
+    // Miri, its crossbeam-epoch, which Stacked Borrows rejects).
+    if n < PARALLEL_THRESHOLD {
+        return part(0, n);
+    }
     let threads = worker_threads();
-    if n < PARALLEL_THRESHOLD || threads == 1 {
+    if threads == 1 {
         return part(0, n);
     }
     // Pieces of whole cache lines, so threads never share one.
