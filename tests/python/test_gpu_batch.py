@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import dlbridge as db
+from conftest import python_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "gpu" / "run_on_gpu.sh"
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.skipif(
 def run_batch(out, steps, *, seconds=500, wheels="no-such-folder", installed=True,
               k="share_memory_is_a_no_op or test_nothing_else"):
     # -k: the batch's pytest steps run one test each here (the main run covers the rest).
-    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, GPU_BATCH_STEPS=steps,
-               GPU_BATCH_SECONDS=str(seconds), GPU_BATCH_K=k)
+    env = python_env(dict(os.environ, OUT=str(out), PYTHON=sys.executable, GPU_BATCH_STEPS=steps,
+               GPU_BATCH_SECONDS=str(seconds), GPU_BATCH_K=k))  # the ASan runtime under make test-asan
     env.pop("GPU_BATCH_USE_INSTALLED", None)
     if installed:
         env["GPU_BATCH_USE_INSTALLED"] = "1"
@@ -77,6 +78,6 @@ def test_without_a_wheel_the_batch_says_to_run_prepare(tmp_path):
 
 
 def test_the_sanitizer_workload_is_right_on_the_host():
-    r = subprocess.run([sys.executable, str(WORKLOAD), "--device", "cpu"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([sys.executable, str(WORKLOAD), "--device", "cpu"], cwd=ROOT, env=python_env(),
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "0 failures" in r.stdout, r.stdout + r.stderr
