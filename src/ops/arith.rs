@@ -140,6 +140,20 @@ fn elementwise<R>(
     run(&lhs, rhs, shape)
 }
 
+/// An in-place op computes in `dtype` and writes into `dst`: refused, with
+/// PyTorch's words, where `dtype` cannot be cast to dst's dtype.
+fn check_writes_back(dtype: DType, dst: &Tensor) -> Result<()> {
+    if !DType::can_cast(dtype, dst.dtype()) {
+        bail!(
+            InvalidOperation,
+            "result type {} can't be cast to the desired output type {}",
+            dtype.scalar_type_name(),
+            dst.dtype().scalar_type_name()
+        );
+    }
+    Ok(())
+}
+
 /// `dst op= b`, writing into dst's memory (PyTorch's `add_` and `+=`).
 pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let lifted = match b {
@@ -150,14 +164,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let device = device_of(&[Operand::Tensor(dst), b])?;
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
     check_computable(op.name(), dtype, device)?;
-    if !DType::can_cast(dtype, dst.dtype()) {
-        bail!(
-            InvalidOperation,
-            "result type {} can't be cast to the desired output type {}",
-            dtype.scalar_type_name(),
-            dst.dtype().scalar_type_name()
-        );
-    }
+    check_writes_back(dtype, dst)?;
     check_bool_op(op, &Operand::Tensor(dst), &b)?;
     check_integer_power(op, dtype, &b)?;
     if let Operand::Tensor(t) = b {
@@ -239,14 +246,7 @@ pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn unary_(dst: &Tensor, op: UnaryOp) -> Result<()> {
     let dtype = op.promotion().apply(dst.dtype());
     check_computable(op.name(), dtype, dst.device())?;
-    if !DType::can_cast(dtype, dst.dtype()) {
-        bail!(
-            InvalidOperation,
-            "result type {} can't be cast to the desired output type {}",
-            dtype.scalar_type_name(),
-            dst.dtype().scalar_type_name()
-        );
-    }
+    check_writes_back(dtype, dst)?;
     dst.ensure_writable()?;
     if dtype != dst.dtype() {
         return dst.copy_(&unary(dst, op)?);
