@@ -112,7 +112,7 @@ bench: $(DEV_STAMP) build bench-capi
 
 ## bench-capi: the C ABI's import/export cost (release static library)
 bench-capi:
-	cargo build --release --features capi
+	cargo build --release -p dlbridge-capi
 	mkdir -p target/cbench
 	cc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/bench_capi.c target/release/libdlbridge.a \
 	   -ldl -lgcc_s -lutil -lrt -lpthread -lm -o target/cbench/bench_capi
@@ -122,9 +122,9 @@ bench-capi:
 lint: tools $(STAMP)
 	cargo fmt --all -- --check
 	cd fuzz && cargo fmt -- --check && $(FUZZ_ENV) cargo +nightly clippy --bins -- -D warnings
-	cargo clippy --all-targets -- -D warnings
-	cargo clippy --features python -- -D warnings
-	cargo clippy --no-default-features --features python -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --features pyo3 -- -D warnings
+	cargo clippy --no-default-features --features pyo3 -- -D warnings
 	cargo clippy --features capi --all-targets -- -D warnings
 
 ## clean: remove target/ and the virtualenv

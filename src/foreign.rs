@@ -134,7 +134,7 @@ impl Checked {
 /// any element outside `storage` are refused (`ErrorKind::InvalidTensor`),
 /// so no such description ever builds a view reaching past the memory.
 // Only the Python layer (pickles, process handles) takes such descriptions so far.
-#[cfg_attr(not(feature = "python"), allow(dead_code))]
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))]
 pub fn view_in(
     storage: Arc<Storage>,
     shape: &[i64],

@@ -24,7 +24,7 @@ mod foreign;
 mod layout;
 mod minifloat;
 pub mod ops;
-#[cfg(any(feature = "python", feature = "capi", test))]
+#[cfg(any(feature = "pyo3", feature = "capi", test))]
 // only the foreign-facing layers read C arrays
 mod raw;
 mod scalar;
@@ -32,8 +32,7 @@ pub mod storage;
 mod tensor;
 mod views;
 
-#[cfg(feature = "python")]
-#[doc(hidden)] // public only so that fuzz/ can embed the module (`python::_core`)
+#[cfg(feature = "pyo3")]
 pub mod python;
 
 pub use backend::{Accelerator, BinaryOp, CompareOp, Promotion, UnaryOp};

@@ -29,11 +29,17 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use std::ffi::{CStr, c_void};
 
-/// The real extension module, made once in the embedded interpreter.
+/// The real extension module (what python/'s extension crate builds),
+/// made once in the embedded interpreter.
 static CORE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    dlbridge::python::package::init(m)
+}
+
 fn core(py: Python<'_>) -> &Bound<'_, PyModule> {
-    CORE.get_or_init(py, || pyo3::wrap_pymodule!(dlbridge::python::_core)(py))
+    CORE.get_or_init(py, || pyo3::wrap_pymodule!(_core)(py))
         .bind(py)
 }
 

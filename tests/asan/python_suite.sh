@@ -27,7 +27,7 @@ RUSTFLAGS="-Zsanitizer=address --cfg dlbridge_asan" \
 PYO3_BUILD_EXTENSION_MODULE=1 \
 PYO3_PYTHON="$PY" \
 CARGO_TARGET_DIR=$OUT \
-  cargo +nightly build --quiet --features python --target $TRIPLE
+  cargo +nightly build --quiet -p dlbridge-python --no-default-features --features cuda --target $TRIPLE
 
 # 2. The ASan runtime as a shared library.
 RT_ARCHIVE="$(rustc +nightly --print sysroot)/lib/rustlib/$TRIPLE/lib/librustc-nightly_rt.asan.a"
@@ -44,7 +44,7 @@ fi
 rm -rf "$OUT/site" && mkdir -p "$OUT/site"
 cp -r python/dlbridge "$OUT/site/"
 rm -f "$OUT"/site/dlbridge/*.so
-cp "$OUT/$TRIPLE/debug/libdlbridge.so" "$OUT/site/dlbridge/_core.abi3.so"
+cp "$OUT/$TRIPLE/debug/libdlbridge_python.so" "$OUT/site/dlbridge/_core.abi3.so"
 
 # 4. The suite.
 # - Python's own allocations are never freed at exit, so leak detection is

@@ -15,7 +15,7 @@
  * either (whatever the first CUDA request says).
  *
  * Build and run (tests/python/test_capi.py does all of these):
- *   cargo build --features capi
+ *   cargo build -p dlbridge-capi
  *   cc -std=c11 -Wall -Wextra -Werror -g -fsanitize=address,undefined \
  *      -fno-omit-frame-pointer -Iinclude tests/c/test_capi.c \
  *      target/debug/libdlbridge.a -lpthread -ldl -lm -lrt -lutil -lgcc_s \

@@ -20,8 +20,8 @@ git check-ignore -q "$WHEELS/x" || { echo "$WHEELS/ must be git-ignored (see .gi
 rm -rf "$WHEELS" && mkdir -p "$WHEELS/capi"
 echo "== building the abi3 wheel (maturin build --release)"
 "$VENV/bin/maturin" build --release -o "$WHEELS"
-echo "== building the C ABI (cargo build --release --features capi)"
-cargo build --release --features capi
+echo "== building the C ABI (cargo build --release -p dlbridge-capi)"
+cargo build --release -p dlbridge-capi
 strip --strip-unneeded -o "$WHEELS/capi/libdlbridge.so" target/release/libdlbridge.so
 {
   echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"

@@ -9,7 +9,7 @@
   `__dlpack__` capsule and through PyTorch's DLPack C exchange API, and
   doubles them in place: the edit must be visible from Python.
 
-The C ABI is built with `cargo build --features capi` (target/debug). The
+The C ABI is built with `cargo build -p dlbridge-capi` (target/debug). The
 tests skip only when `cargo` or a C compiler is missing. `DLB_CAPI_LIB_DIR`
 names a folder with a prebuilt `libdlbridge.so` (and optionally `libdlbridge.a`)
 instead: the GPU machine has no Rust (tests/gpu/run_on_gpu.sh). Without the
@@ -34,7 +34,7 @@ HEADER = ROOT / "include" / "dlbridge.h"
 TEST_C = C_DIR / "test_capi.c"
 
 # What Rust's static library needs from the system, from
-# `cargo rustc --features capi --lib --crate-type staticlib -- --print native-static-libs`
+# `cargo rustc -p dlbridge-capi --lib --crate-type staticlib -- --print native-static-libs`
 # (on glibc >= 2.34 rt, util, pthread and dl are part of libc; naming them is harmless).
 NATIVE_STATIC_LIBS = ["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s"]
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -110,14 +110,14 @@ def capi_lib():
         return lib_dir
     cargo, cc = _tool("cargo"), _tool("cc")
     if cargo is None:
-        pytest.skip("`cargo` is not on PATH: cannot build the C ABI (cargo build --features capi)")
+        pytest.skip("`cargo` is not on PATH: cannot build the C ABI (cargo build -p dlbridge-capi)")
     if cc is None:
         pytest.skip("no C compiler (`cc`) on PATH: cannot build the C tests of the C ABI")
     env = dict(os.environ, CARGO_TERM_COLOR="never")
-    r = _run([cargo, "build", "--features", "capi"], env=env, timeout=1800)
-    assert r.returncode == 0, "cargo build --features capi failed:\n" + _output(r)
+    r = _run([cargo, "build", "-p", "dlbridge-capi"], env=env, timeout=1800)
+    assert r.returncode == 0, "cargo build -p dlbridge-capi failed:\n" + _output(r)
     for name in ("libdlbridge.a", "libdlbridge.so"):
-        assert (LIB_DIR / name).is_file(), f"cargo build --features capi did not produce {LIB_DIR / name}"
+        assert (LIB_DIR / name).is_file(), f"cargo build -p dlbridge-capi did not produce {LIB_DIR / name}"
     return LIB_DIR
 
 
