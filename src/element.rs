@@ -8,16 +8,87 @@ use crate::{DType, Scalar, minifloat};
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
-/// A Rust type that stores one dtype's elements.
+/// A Rust type that stores one dtype's elements: `f32` is `float32`,
+/// [`half::f16`] `float16`, [`num_complex::Complex32`] `complex64`,
+/// [`Float8E4M3Fn`] a `float8_e4m3fn` code, and so on for every [`DType`].
+///
+/// ```
+/// use dlbridge::{DType, Element, half::bf16};
+/// assert_eq!(<f32 as Element>::DTYPE, DType::F32);
+/// assert_eq!(<bf16 as Element>::DTYPE, DType::BF16);
+/// assert_eq!(3.75f64.cast::<i32>(), 3); // PyTorch's cast: truncation
+/// ```
 pub trait Element: Copy + Send + Sync + 'static + bytemuck::Zeroable {
+    /// The dtype whose elements this type holds.
     const DTYPE: DType;
+    /// The value as a [`Scalar`] (exact: `i128` holds every integer).
     fn to_scalar(self) -> Scalar;
+    /// The value of `s` in this type, cast as PyTorch casts (wrapping
+    /// integers, truncating floats, dropping an imaginary part).
     fn from_scalar(s: Scalar) -> Self;
 
+    /// This value cast to another element type, as PyTorch's `.to(dtype)`.
     #[inline(always)]
     fn cast<U: Element>(self) -> U {
         U::from_scalar(self.to_scalar())
     }
+}
+
+/// An [`Element`] whose values Rust code may read and write in place,
+/// through typed access ([`Tensor::as_slice`](crate::Tensor::as_slice),
+/// [`Tensor::as_array`](crate::Tensor::as_array), ...) and which safe
+/// constructors ([`Tensor::from_vec`](crate::Tensor::from_vec), ...) take:
+/// the Rust type of every dtype. Sealed: dlbridge implements it for exactly
+/// those types.
+///
+/// # Safety
+/// Implementors have the size of their dtype's element, an alignment no
+/// larger, no padding bytes, and every bit pattern is a valid value, except
+/// where [`Plain::EVERY_BIT_PATTERN`] is `false` (`bool`, whose bytes typed
+/// access checks to be 0 or 1 before it hands out a `&[bool]`).
+pub unsafe trait Plain: Element + sealed::Sealed {
+    /// Whether any bits of the element's size are a valid value.
+    const EVERY_BIT_PATTERN: bool = true;
+}
+
+mod sealed {
+    /// Keeps [`super::Plain`] to dlbridge's own element types.
+    pub trait Sealed {}
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        // SAFETY: a bytemuck::Pod type (no padding, any bits valid) whose
+        // size is its dtype's (the test below checks every dtype).
+        unsafe impl Plain for $t {}
+    )*};
+}
+plain!(
+    u8, i8, i16, i32, i64, u16, u32, u64, f32, f64, f16, bf16, Complex32, Complex64
+);
+plain!(
+    Float8E3M4,
+    Float8E4M3,
+    Float8E4M3B11Fnuz,
+    Float8E4M3Fn,
+    Float8E4M3Fnuz,
+    Float8E5M2
+);
+plain!(
+    Float8E5M2Fnuz,
+    Float8E8M0Fnu,
+    Float6E2M3Fn,
+    Float6E3M2Fn,
+    Float4E2M1Fn
+);
+plain!(Float4E2M1FnX2, ComplexHalf);
+
+impl sealed::Sealed for bool {}
+// SAFETY: one byte, no padding; only 0 and 1 are valid, which
+// EVERY_BIT_PATTERN = false makes typed access check.
+unsafe impl Plain for bool {
+    const EVERY_BIT_PATTERN: bool = false;
 }
 
 #[inline(always)]
@@ -129,6 +200,8 @@ macro_rules! narrow_element {
         pub struct $name(pub u8);
         // SAFETY: a transparent byte; zero is a valid code of every format.
         unsafe impl bytemuck::Zeroable for $name {}
+        // SAFETY: a transparent byte: every bit pattern is a code, no padding.
+        unsafe impl bytemuck::Pod for $name {}
         impl Element for $name {
             const DTYPE: DType = DType::$dt;
             #[inline(always)]
@@ -163,6 +236,8 @@ narrow_element! {
 pub struct Float4E2M1FnX2(pub u8);
 // SAFETY: a transparent byte.
 unsafe impl bytemuck::Zeroable for Float4E2M1FnX2 {}
+// SAFETY: a transparent byte: every bit pattern is a pair of codes.
+unsafe impl bytemuck::Pod for Float4E2M1FnX2 {}
 impl Element for Float4E2M1FnX2 {
     const DTYPE: DType = DType::F4E2M1FNX2;
     #[inline(always)]
@@ -180,11 +255,15 @@ impl Element for Float4E2M1FnX2 {
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct ComplexHalf {
+    /// The real part.
     pub re: f16,
+    /// The imaginary part.
     pub im: f16,
 }
 // SAFETY: two float16, all-zero bits are 0 + 0i.
 unsafe impl bytemuck::Zeroable for ComplexHalf {}
+// SAFETY: repr(C) of two 2-byte float16 (no padding); any bits are a value.
+unsafe impl bytemuck::Pod for ComplexHalf {}
 impl Element for ComplexHalf {
     const DTYPE: DType = DType::C32;
     #[inline(always)]
@@ -275,6 +354,18 @@ mod tests {
         for dt in DType::ALL {
             assert_eq!(crate::with_element!(dt, T => T::DTYPE), dt);
             assert!(crate::with_element!(dt, T => std::mem::align_of::<T>()) <= dt.size());
+            assert_eq!(
+                crate::with_element!(dt, T => std::mem::size_of::<T>()),
+                dt.size()
+            );
+            // Every dtype's type is Plain (this fails to compile otherwise).
+            fn plain<T: Plain>() -> bool {
+                T::EVERY_BIT_PATTERN
+            }
+            assert_eq!(
+                crate::with_element!(dt, T => plain::<T>()),
+                dt != DType::Bool
+            );
         }
     }
 }

@@ -38,21 +38,53 @@ pub enum ErrorKind {
     OutOfMemory,
     /// The CUDA driver or NVRTC failed.
     Driver,
+    /// Typed access ([`Tensor::as_slice`](crate::Tensor::as_slice) and
+    /// kin) asked for an element type that is not the tensor's dtype.
+    DTypeMismatch,
+    /// Typed access to a tensor whose memory is not host memory (a CUDA
+    /// tensor: copy it with `to_device(Device::CPU)` first).
+    WrongDevice,
+    /// A slice of a tensor whose elements are not contiguous in row-major
+    /// order (use `as_array`, which takes any strides, or `contiguous()`).
+    NotContiguous,
+    /// Writing a tensor whose memory is read-only (a DLPack tensor flagged
+    /// `READ_ONLY`, a non-writeable NumPy array).
+    ReadOnly,
+    /// Typed access to memory that another tensor handle (a clone, a view,
+    /// a DLPack export, a Python tensor) shares: a Rust reference into it
+    /// could alias that handle's writes.
+    NotUnique,
+    /// A DLPack tensor of a major version other than 1.
+    UnsupportedVersion,
 }
 
 /// The Python exception class an [`ErrorKind`] raises (PyTorch's choice for
 /// the same mistake). Kept free of PyO3 so the core needs no Python.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PythonClass {
+    /// `RuntimeError`: PyTorch's class for most refused operations.
     RuntimeError,
+    /// `TypeError`: an argument of the wrong kind.
     TypeError,
+    /// `ValueError`: an argument with a bad value.
     ValueError,
+    /// `IndexError`: an index outside a dimension.
     IndexError,
+    /// `NotImplementedError`: what PyTorch has no kernel for.
     NotImplementedError,
+    /// `BufferError`: the DLPack protocol's class for a tensor that cannot
+    /// be exchanged.
     BufferError,
 }
 
 impl ErrorKind {
+    /// The Python exception class this kind raises.
+    ///
+    /// ```
+    /// use dlbridge::{ErrorKind, PythonClass};
+    /// assert_eq!(ErrorKind::InvalidValue.python_class(), PythonClass::ValueError);
+    /// assert_eq!(ErrorKind::ReadOnly.python_class(), PythonClass::RuntimeError);
+    /// ```
     pub fn python_class(self) -> PythonClass {
         use ErrorKind::*;
         match self {
@@ -60,8 +92,11 @@ impl ErrorKind {
             InvalidValue => PythonClass::ValueError,
             IndexOutOfRange => PythonClass::IndexError,
             NotImplemented => PythonClass::NotImplementedError,
-            InvalidTensor | UnsupportedDtype | UnsupportedDevice => PythonClass::BufferError,
-            TooLarge | InvalidOperation | InvalidDevice | NoCuda | OutOfMemory | Driver => {
+            InvalidTensor | UnsupportedDtype | UnsupportedDevice | UnsupportedVersion => {
+                PythonClass::BufferError
+            }
+            TooLarge | InvalidOperation | InvalidDevice | NoCuda | OutOfMemory | Driver
+            | DTypeMismatch | WrongDevice | NotContiguous | ReadOnly | NotUnique => {
                 PythonClass::RuntimeError
             }
         }
@@ -77,6 +112,14 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error of `kind` with `message` (PyTorch's words where it has some).
+    ///
+    /// ```
+    /// use dlbridge::{Error, ErrorKind};
+    /// let e = Error::new(ErrorKind::InvalidValue, "bad size");
+    /// assert_eq!((e.kind(), e.message()), (ErrorKind::InvalidValue, "bad size"));
+    /// assert_eq!(e.to_string(), "bad size");
+    /// ```
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -84,10 +127,12 @@ impl Error {
         }
     }
 
+    /// What went wrong, as a type: decide by this, never by the message.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The message, worded as PyTorch words the same mistake.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -135,7 +180,12 @@ mod tests {
         assert_eq!(class(InvalidValue), PythonClass::ValueError);
         assert_eq!(class(IndexOutOfRange), PythonClass::IndexError);
         assert_eq!(class(NotImplemented), PythonClass::NotImplementedError);
-        for k in [InvalidTensor, UnsupportedDtype, UnsupportedDevice] {
+        for k in [
+            InvalidTensor,
+            UnsupportedDtype,
+            UnsupportedDevice,
+            UnsupportedVersion,
+        ] {
             assert_eq!(class(k), PythonClass::BufferError, "{k:?}");
         }
         for k in [
@@ -145,6 +195,11 @@ mod tests {
             NoCuda,
             OutOfMemory,
             Driver,
+            DTypeMismatch,
+            WrongDevice,
+            NotContiguous,
+            ReadOnly,
+            NotUnique,
         ] {
             assert_eq!(class(k), PythonClass::RuntimeError, "{k:?}");
         }

@@ -3,12 +3,53 @@
 use crate::DType;
 
 /// One value. Integers are kept in `i128` so every `int64` and `uint64` fits.
+///
+/// Rust numbers convert into it (`2.0.into()`, `Scalar::from(3)`), and so
+/// into an op's [`Operand`](crate::ops::Operand): `t.mul(2.0)`.
+///
+/// ```
+/// use dlbridge::Scalar;
+/// assert_eq!(Scalar::from(3u8), Scalar::Int(3));
+/// assert_eq!(Scalar::from(0.5f32), Scalar::Float(0.5));
+/// assert_eq!(Scalar::from(true).as_f64(), 1.0);
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Scalar {
+    /// A Python `bool`.
     Bool(bool),
+    /// A Python `int` (every `int64` and `uint64` fits).
     Int(i128),
+    /// A Python `float`.
     Float(f64),
+    /// A Python `complex`: real and imaginary parts.
     Complex(f64, f64),
+}
+
+macro_rules! scalar_from {
+    ($($variant:ident($via:ty): $($t:ty),*;)*) => {$($(
+        impl From<$t> for Scalar {
+            fn from(v: $t) -> Scalar {
+                Scalar::$variant(<$via>::from(v))
+            }
+        }
+    )*)*};
+}
+scalar_from! {
+    Int(i128): i8, i16, i32, i64, u8, u16, u32, u64;
+    Float(f64): f32, f64;
+    Bool(bool): bool;
+}
+
+impl From<num_complex::Complex64> for Scalar {
+    fn from(v: num_complex::Complex64) -> Scalar {
+        Scalar::Complex(v.re, v.im)
+    }
+}
+
+impl From<num_complex::Complex32> for Scalar {
+    fn from(v: num_complex::Complex32) -> Scalar {
+        Scalar::Complex(v.re.into(), v.im.into())
+    }
 }
 
 impl Scalar {

@@ -1,6 +1,10 @@
 //! The tensor: shared storage, a strided layout and a dtype (candle's model).
 //! Cloning a `Tensor` makes another view of the same memory.
 
+mod dlpack;
+mod methods;
+mod typed;
+
 use crate::backend;
 use crate::cpu;
 use crate::layout::{Layout, Selection, checked_numel};
@@ -231,7 +235,7 @@ impl Tensor {
         }
         if self.is_read_only() {
             bail!(
-                InvalidOperation,
+                ReadOnly,
                 "cannot write into a read-only tensor (it views a read-only buffer, e.g. a non-writeable \
                  NumPy array or a DLPack tensor flagged READ_ONLY); clone() it first"
             );

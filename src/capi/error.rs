@@ -64,7 +64,14 @@ pub(crate) fn status_of(e: &Error) -> dlb_status {
         | ErrorKind::WrongType
         | ErrorKind::InvalidValue
         | ErrorKind::IndexOutOfRange => DLB_ERR_INVALID_ARGUMENT,
-        ErrorKind::InvalidOperation | ErrorKind::NotImplemented => DLB_ERR_INVALID_OPERATION,
+        ErrorKind::InvalidOperation
+        | ErrorKind::NotImplemented
+        | ErrorKind::DTypeMismatch
+        | ErrorKind::WrongDevice
+        | ErrorKind::NotContiguous
+        | ErrorKind::ReadOnly
+        | ErrorKind::NotUnique => DLB_ERR_INVALID_OPERATION,
+        ErrorKind::UnsupportedVersion => DLB_ERR_UNSUPPORTED_VERSION,
         ErrorKind::Driver => DLB_ERR_RUNTIME,
         // ErrorKind is non_exhaustive for users of the crate, not for us:
         // a new kind must be mapped here.
@@ -140,6 +147,12 @@ mod tests {
             (ErrorKind::InvalidOperation, DLB_ERR_INVALID_OPERATION),
             (ErrorKind::NotImplemented, DLB_ERR_INVALID_OPERATION),
             (ErrorKind::Driver, DLB_ERR_RUNTIME),
+            (ErrorKind::DTypeMismatch, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::WrongDevice, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::NotContiguous, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::ReadOnly, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::NotUnique, DLB_ERR_INVALID_OPERATION),
+            (ErrorKind::UnsupportedVersion, DLB_ERR_UNSUPPORTED_VERSION),
         ];
         for (kind, status) in cases {
             // A message that names another kind's words changes nothing.

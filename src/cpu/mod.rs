@@ -20,3 +20,4 @@ pub(crate) use copy::materialize;
 pub use random::manual_seed;
 #[cfg(feature = "cuda")]
 pub(crate) use random::next_seed;
+pub(crate) use strided::{view, view_mut};

@@ -26,11 +26,41 @@ use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 
 /// One side of a binary op: a tensor, or a Python number (a "wrapped number"
 /// in PyTorch, which has the lowest say in the result dtype).
+///
+/// `&Tensor`, [`Scalar`] and Rust numbers convert into it, so methods such
+/// as [`Tensor::add`] take either: `a.add(&b)`, `a.add(1)`, `a.add(0.5)`.
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'a> {
+    /// A tensor operand.
     Tensor(&'a Tensor),
+    /// A number operand.
     Scalar(Scalar),
 }
+
+macro_rules! operand_from_number {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Operand<'_> {
+            fn from(v: $t) -> Self {
+                Operand::Scalar(Scalar::from(v))
+            }
+        }
+    )*};
+}
+operand_from_number!(
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    f32,
+    f64,
+    bool,
+    num_complex::Complex32,
+    num_complex::Complex64
+);
 
 impl<'a> From<&'a Tensor> for Operand<'a> {
     fn from(t: &'a Tensor) -> Self {
