@@ -376,3 +376,222 @@ impl Tensor {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Element, ErrorKind, Scalar};
+    use ndarray::{ArcArray, Array, Array2, Axis, array};
+
+    fn kind<T>(r: Result<T>) -> ErrorKind {
+        r.err().expect("an error").kind()
+    }
+
+    /// A tensor of `dtype` over `bytes` (host memory unless `device` says
+    /// otherwise, which no byte is read from), kept by an External owner.
+    fn over(bytes: Vec<u8>, dtype: DType, layout: Layout, device: Device, ro: bool) -> Tensor {
+        let mut bytes = bytes;
+        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+        // SAFETY: the Vec's buffer lives in the owner as long as the storage.
+        let s =
+            unsafe { Storage::from_raw(ptr, len, device, ro, Owner::External(Box::new(bytes))) };
+        Tensor::from_parts(Arc::new(s), layout, dtype).unwrap()
+    }
+
+    #[test]
+    fn every_dtype_round_trips_through_vec_slice_and_array() {
+        for dt in DType::ALL {
+            crate::with_element!(dt, T => {
+                let values: Vec<T> = (0..6).map(|i| T::from_scalar(Scalar::Int(i % 2))).collect();
+                let given = values.clone();
+                let ptr = given.as_ptr();
+                let mut t = Tensor::from_vec(given, &[2, 3]).unwrap();
+                assert_eq!((t.dtype(), t.shape()), (dt, &[2, 3][..]));
+                assert_eq!(t.data_ptr().cast_const(), ptr.cast(), "{dt}: from_vec copies nothing");
+                let bits = |v: &[T]| v.iter().map(|x| x.to_scalar()).map(|s| s.as_f64()).collect::<Vec<_>>();
+                assert_eq!(bits(t.as_slice::<T>().unwrap()), bits(&values), "{dt}");
+                assert_eq!(bits(&t.to_vec::<T>().unwrap()), bits(&values), "{dt}");
+                let mut copy = Tensor::from_slice(&values, &[3, 2]).unwrap();
+                assert_ne!(copy.data_ptr().cast_const(), ptr.cast());
+                assert_eq!(bits(copy.as_array::<T>().unwrap().as_slice().unwrap()), bits(&values));
+                let a = Array::from_shape_vec((3, 2), values.clone()).unwrap();
+                let mut t = Tensor::from_array(a).unwrap();
+                t.as_array_mut::<T>().unwrap()[[0, 0]] = T::from_scalar(Scalar::Int(1));
+                assert_eq!(t.to_vec::<T>().unwrap()[0].to_scalar().as_f64(), 1.0, "{dt}");
+            });
+        }
+    }
+
+    #[test]
+    fn from_array_keeps_owned_memory_and_any_strides() {
+        let a: Array2<f64> = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        let first = a.as_ptr();
+        // Reversed rows: a negative stride and an offset into the buffer.
+        let mut flipped = a;
+        flipped.invert_axis(Axis(0));
+        let mut t = Tensor::from_array(flipped).unwrap();
+        assert_eq!(t.storage().as_ptr().cast_const(), first.cast(), "no copy");
+        assert_eq!(t.layout().strides, vec![-24, 8]);
+        assert_eq!(t.as_array::<f64>().unwrap()[[0, 0]], 4.0);
+        assert_eq!(kind(t.as_slice::<f64>()), ErrorKind::NotContiguous);
+        assert_eq!(t.to_vec::<f64>().unwrap(), [4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+        let mut reshaped = t.contiguous().unwrap();
+        drop(t);
+        assert_eq!(reshaped.as_slice::<f64>().unwrap()[3], 1.0);
+        // A view is copied; a unique ArcArray is not.
+        let owned: Array2<i32> = array![[1, 2], [3, 4]];
+        let from_view = Tensor::from_array(owned.view()).unwrap();
+        assert_ne!(from_view.data_ptr().cast_const(), owned.as_ptr().cast());
+        let arc: ArcArray<i32, _> = owned.into_shared();
+        let ptr = arc.as_ptr();
+        assert_eq!(
+            Tensor::from_array(arc).unwrap().data_ptr().cast_const(),
+            ptr.cast()
+        );
+        // Empty and zero-dim arrays.
+        let empty = Tensor::from_array(Array2::<u8>::zeros((0, 3))).unwrap();
+        assert_eq!((empty.shape(), empty.numel()), (&[0, 3][..], 0));
+        let mut scalar = Tensor::from_array(ndarray::arr0(5i64)).unwrap();
+        assert_eq!(scalar.as_slice::<i64>().unwrap(), &[5]);
+    }
+
+    #[test]
+    fn constructors_refuse_a_wrong_length() {
+        assert_eq!(
+            kind(Tensor::from_vec(vec![1u8; 5], &[2, 3])),
+            ErrorKind::InvalidValue
+        );
+        assert_eq!(
+            kind(Tensor::from_slice(&[1u8; 7], &[2, 3])),
+            ErrorKind::InvalidValue
+        );
+        assert_eq!(
+            kind(Tensor::from_vec(vec![0u8; 0], &[usize::MAX, 2])),
+            ErrorKind::TooLarge
+        );
+        let mut empty = Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap();
+        assert!(empty.as_slice::<f32>().unwrap().is_empty());
+        assert!(empty.as_slice_mut::<f32>().unwrap().is_empty());
+    }
+
+    #[test]
+    fn typed_access_refuses_with_a_typed_error() {
+        let contiguous = |n: usize, size| Layout::contiguous(vec![n], size);
+        // dtype
+        let mut t = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
+        assert_eq!(kind(t.as_slice::<u32>()), ErrorKind::DTypeMismatch);
+        assert_eq!(kind(t.as_slice_mut::<f32>()), ErrorKind::DTypeMismatch);
+        assert_eq!(kind(t.as_array::<i64>()), ErrorKind::DTypeMismatch);
+        assert_eq!(kind(t.as_array_mut::<i16>()), ErrorKind::DTypeMismatch);
+        assert_eq!(kind(t.to_vec::<i64>()), ErrorKind::DTypeMismatch);
+        // uniqueness: a clone, a view, an export each share the storage
+        let other = t.clone();
+        assert_eq!(kind(t.as_slice::<i32>()), ErrorKind::NotUnique);
+        assert_eq!(kind(t.as_slice_mut::<i32>()), ErrorKind::NotUnique);
+        assert_eq!(kind(t.as_array::<i32>()), ErrorKind::NotUnique);
+        assert_eq!(kind(t.as_array_mut::<i32>()), ErrorKind::NotUnique);
+        assert_eq!(
+            t.to_vec::<i32>().unwrap(),
+            [1, 2],
+            "a copy needs no uniqueness"
+        );
+        drop(other);
+        let export = crate::dlpack::export_versioned(&t, Default::default()).unwrap();
+        assert_eq!(kind(t.as_slice::<i32>()), ErrorKind::NotUnique);
+        // SAFETY: the consumer's single deleter call.
+        unsafe { ((*export).deleter.unwrap())(export) };
+        t.as_slice_mut::<i32>().unwrap()[1] = 5;
+        assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 5]);
+        // device: no byte of a CUDA tensor is read
+        let mut gpu = over(
+            vec![0; 8],
+            DType::F32,
+            contiguous(2, 4),
+            Device::cuda(Some(0)),
+            false,
+        );
+        assert_eq!(kind(gpu.as_slice::<f32>()), ErrorKind::WrongDevice);
+        assert_eq!(kind(gpu.as_array_mut::<f32>()), ErrorKind::WrongDevice);
+        // read-only
+        let mut ro = over(vec![1, 0], DType::U8, contiguous(2, 1), Device::CPU, true);
+        assert_eq!(ro.as_slice::<u8>().unwrap(), &[1, 0]);
+        assert_eq!(kind(ro.as_slice_mut::<u8>()), ErrorKind::ReadOnly);
+        assert_eq!(kind(ro.as_array_mut::<u8>()), ErrorKind::ReadOnly);
+        // contiguity (slices only), and stride 0 (mutable views only)
+        let t = Tensor::from_vec((0..6i64).collect(), &[2, 3]).unwrap();
+        let mut tr = t.t().unwrap();
+        drop(t);
+        assert_eq!(kind(tr.as_slice::<i64>()), ErrorKind::NotContiguous);
+        assert_eq!(kind(tr.as_slice_mut::<i64>()), ErrorKind::NotContiguous);
+        assert_eq!(tr.as_array::<i64>().unwrap()[[2, 1]], 5);
+        tr.as_array_mut::<i64>().unwrap()[[2, 1]] = 50;
+        assert_eq!(tr.to_vec::<i64>().unwrap(), [0, 3, 1, 4, 2, 50]);
+        let one = Tensor::from_vec(vec![7u8], &[1]).unwrap();
+        let mut wide = one.expand(&[3]).unwrap();
+        drop(one);
+        assert_eq!(
+            wide.as_array::<u8>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [7, 7, 7]
+        );
+        assert_eq!(kind(wide.as_array_mut::<u8>()), ErrorKind::InvalidOperation);
+        // misaligned memory and partial-element strides
+        let mut odd = over(
+            vec![0; 9],
+            DType::I32,
+            Layout {
+                shape: vec![2],
+                strides: vec![4],
+                offset: 1,
+            },
+            Device::CPU,
+            false,
+        );
+        assert_eq!(kind(odd.as_slice::<i32>()), ErrorKind::InvalidOperation);
+        assert_eq!(kind(odd.as_array::<i32>()), ErrorKind::InvalidOperation);
+        assert_eq!(
+            odd.to_vec::<i32>().unwrap(),
+            [0, 0],
+            "a copy reads any layout"
+        );
+        let mut partial = over(
+            vec![0; 8],
+            DType::I16,
+            Layout {
+                shape: vec![2],
+                strides: vec![3],
+                offset: 0,
+            },
+            Device::CPU,
+            false,
+        );
+        assert_eq!(kind(partial.as_array::<i16>()), ErrorKind::InvalidOperation);
+    }
+
+    #[test]
+    fn bools_are_checked_before_a_reference_is_made() {
+        let mut ok = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+        assert_eq!(ok.as_slice::<bool>().unwrap(), &[true, false, true]);
+        ok.as_array_mut::<bool>().unwrap()[[1]] = true;
+        assert_eq!(ok.to_vec::<bool>().unwrap(), [true; 3]);
+        let mut bad = over(
+            vec![1, 2],
+            DType::Bool,
+            Layout::contiguous(vec![2], 1),
+            Device::CPU,
+            false,
+        );
+        assert_eq!(kind(bad.as_slice::<bool>()), ErrorKind::InvalidTensor);
+        assert_eq!(kind(bad.as_slice_mut::<bool>()), ErrorKind::InvalidTensor);
+        assert_eq!(kind(bad.as_array::<bool>()), ErrorKind::InvalidTensor);
+        assert_eq!(kind(bad.as_array_mut::<bool>()), ErrorKind::InvalidTensor);
+        assert_eq!(kind(bad.to_vec::<bool>()), ErrorKind::InvalidTensor);
+        // Its bytes still read as uint8.
+        let mut bytes = bad.view_dtype(DType::U8).unwrap();
+        drop(bad);
+        assert_eq!(bytes.as_slice::<u8>().unwrap(), &[1, 2]);
+    }
+}
