@@ -1,7 +1,7 @@
 //! The seam between PyTorch's semantics and the devices that compute.
 //!
-//! [`Backend`] is everything a device must do, with one contract for every
-//! device: the CPU ([`crate::cpu::Cpu`]), CUDA ([`crate::cuda::Cuda`]) and
+//! `Backend` (crate-internal) is everything a device must do, with one contract for every
+//! device: the CPU (`cpu::Cpu`), CUDA ([`crate::cuda::Cuda`]) and
 //! the stand-in a build without the `cuda` feature compiles in its place, so
 //! the compiler checks all three against the same signatures. Promotion,
 //! broadcasting, in-place rules and PyTorch's scalar rounding live once, in
@@ -13,7 +13,7 @@
 //! devices, synchronising, the DLPack stream protocol. CUDA and its stand-in
 //! implement it.
 //!
-//! Adding an elementwise op: a row of [`binary_ops!`] or [`unary_ops!`], its
+//! Adding an elementwise op: a row of [`binary_ops!`](crate::binary_ops) or [`unary_ops!`](crate::unary_ops), its
 //! scalar function in `cpu/arith.rs` and its CUDA functor in
 //! `kernels/elementwise.cu`; the CPU loops, the CUDA launch, the Python
 //! method and function and the C entry follow from the row. Another
@@ -103,7 +103,7 @@ macro_rules! op_enum {
         $(#[$doc])*
         #[derive(Copy, Clone, Debug, PartialEq, Eq)]
         pub enum $Enum {
-            $($(#[$vdoc])* $V,)*
+            $(#[doc = concat!("`", $name, "`.")] $(#[$vdoc])* $V,)*
         }
 
         impl $Enum {
@@ -149,11 +149,17 @@ unary_ops!(unary_enum);
 /// Elementwise comparisons; the result is a bool tensor.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum CompareOp {
+    /// `==`.
     Eq,
+    /// `!=`.
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 
@@ -183,11 +189,16 @@ pub enum Rhs<'a> {
     /// not overlap it.
     Tensor(&'a Tensor),
     /// A Python number. It is applied in the dtype's compute type
-    /// ([`DType::compute_dtype`]: float32 for float16 and bfloat16) exactly
+    /// ([`DType::compute_dtype`](crate::DType::compute_dtype): float32 for float16 and bfloat16) exactly
     /// as given, so the result is rounded once; `ops/` has already rounded
     /// it where PyTorch does. `left`: the number is the left operand
     /// (`number - tensor`).
-    Scalar { value: Scalar, left: bool },
+    Scalar {
+        /// The number.
+        value: Scalar,
+        /// Whether the number is the left operand.
+        left: bool,
+    },
 }
 
 /// Reductions over some dimensions.
@@ -256,7 +267,7 @@ pub(crate) trait Backend: Sync {
     fn transfer(&self, src: &Tensor, target: Device) -> Result<Tensor>;
 }
 
-/// What an accelerator adds to [`Backend`]: its devices and the DLPack
+/// What an accelerator adds to the crate-internal `Backend`: its devices and the DLPack
 /// stream protocol. Every method of a build without the backend reports
 /// that it is missing.
 pub trait Accelerator {

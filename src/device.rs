@@ -6,7 +6,9 @@ use dlpark::ffi::{DLDevice, DLDeviceType};
 /// The kinds of memory dlbridge knows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceKind {
+    /// Host memory (DLPack's `kCPU`).
     Cpu,
+    /// CUDA device memory (DLPack's `kDLCUDA`).
     Cuda,
 }
 
@@ -25,16 +27,28 @@ impl DeviceKind {
 /// (`cuda` means "the current device" until a tensor is placed).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Device {
+    /// The kind of memory.
     pub kind: DeviceKind,
+    /// The CUDA device's index; `None` for the host, and for `cuda` without one.
     pub index: Option<u32>,
 }
 
 impl Device {
+    /// The host.
+    ///
+    /// ```
+    /// use dlbridge::Device;
+    /// assert!(Device::CPU.is_cpu());
+    /// assert_eq!(Device::parse("cuda:1")?, Device::cuda(Some(1)));
+    /// assert_eq!(Device::cuda(Some(1)).to_string(), "cuda:1");
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub const CPU: Device = Device {
         kind: DeviceKind::Cpu,
         index: None,
     };
 
+    /// A CUDA device: `cuda:index`, or `cuda` (the current one, `cuda:0`) for `None`.
     pub fn cuda(index: Option<u32>) -> Device {
         Device {
             kind: DeviceKind::Cuda,
@@ -42,6 +56,7 @@ impl Device {
         }
     }
 
+    /// Whether this is host memory.
     pub fn is_cpu(self) -> bool {
         self.kind == DeviceKind::Cpu
     }

@@ -76,7 +76,7 @@ macro_rules! define_dtypes {
         /// PyTorch's `complex32`, two float16.
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum DType {
-            $($v,)*
+            $(#[doc = concat!("`", $name, "` (PyTorch's `", $torch, "`).")] $v,)*
         }
 
         impl DType {
@@ -126,6 +126,7 @@ macro_rules! define_dtypes {
                 match self { $(DType::$v => std::mem::size_of::<$elem>(),)* }
             }
 
+/// The dtype's kind in PyTorch's promotion rules.
             pub const fn category(self) -> Category {
                 match self { $(DType::$v => Category::$cat,)* }
             }
@@ -236,9 +237,13 @@ pub enum NumpyType {
 /// Coarse kinds used by PyTorch's promotion rules; ordered low to high.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Category {
+    /// `bool`.
     Bool,
+    /// The integers, signed and unsigned.
     Integral,
+    /// The floats, the narrow ones included.
     Floating,
+    /// The complex dtypes.
     Complex,
 }
 
@@ -303,10 +308,12 @@ impl DType {
         usize::from(dl.bits) * usize::from(dl.lanes) < self.size() * 8
     }
 
+    /// Whether this is a floating dtype (PyTorch's `is_floating_point`).
     pub fn is_floating_point(self) -> bool {
         self.category() == Category::Floating
     }
 
+    /// Whether this is a complex dtype.
     pub fn is_complex(self) -> bool {
         self.category() == Category::Complex
     }

@@ -9,7 +9,7 @@ use crate::{Result, bail};
 
 /// A strided view of a storage buffer.
 ///
-/// Invariant: the element count fits in [`MAX_NUMEL`]. Layouts with new
+/// Invariant: the element count fits in `MAX_NUMEL` (`isize::MAX`). Layouts with new
 /// sizes are checked where they are made (`broadcast_to`, `Tensor::alloc`,
 /// `Tensor::from_parts`, `ForeignTensor::check`, `view`'s shape inference);
 /// every other layout is a view that never has more elements than the
@@ -17,6 +17,7 @@ use crate::{Result, bail};
 /// overflow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
+    /// The size of each dimension.
     pub shape: Vec<usize>,
     /// Byte distance between neighbours along each dimension.
     pub strides: Vec<isize>,
@@ -31,8 +32,11 @@ pub enum Selection {
     Index(isize),
     /// `start..stop` by a positive `step` (Python slice semantics).
     Range {
+        /// The first position (negative counts from the end); `None`: the start.
         start: Option<isize>,
+        /// The position past the last (negative counts from the end); `None`: the end.
         stop: Option<isize>,
+        /// The distance between positions (positive).
         step: isize,
     },
     /// A new dimension of size 1 (`None` or `True` in Python).
@@ -85,6 +89,7 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 }
 
 impl Layout {
+    /// A row-major layout of `shape` for elements of `itemsize` bytes, at offset 0.
     pub fn contiguous(shape: Vec<usize>, itemsize: usize) -> Layout {
         let strides = contiguous_strides(&shape, itemsize);
         Layout {
@@ -94,10 +99,12 @@ impl Layout {
         }
     }
 
+    /// The number of dimensions.
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
 
+    /// The number of elements.
     pub fn numel(&self) -> usize {
         // Cannot overflow: see the type's invariant.
         self.shape.iter().product()

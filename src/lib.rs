@@ -1,9 +1,116 @@
+#![warn(missing_docs)]
 //! dlbridge: tensors that are DLPack managed tensors, exchanged zero-copy
-//! between NumPy, PyTorch, JAX, CuPy and C.
+//! between Rust, C, NumPy, PyTorch, JAX and CuPy.
 //!
-//! The core (`Tensor` = shared [`storage::Storage`] + [`Layout`] + [`DType`])
-//! knows nothing of Python; `python/` binds it, `dlpack/` moves it across
-//! the DLPack ABI, and `cpu/` computes on host memory.
+//! A [`Tensor`] is shared memory ([`storage::Storage`]) seen through a
+//! strided [`Layout`] as elements of a [`DType`], on a [`Device`] (the host,
+//! or a CUDA device). It computes with PyTorch's semantics (type promotion,
+//! broadcasting, in-place rules, the same errors), and it crosses the DLPack
+//! ABI both ways without copying.
+//!
+//! # For Rust programs
+//!
+//! Make tensors from Rust values (zero-copy from a `Vec` or an owned
+//! `ndarray` array), compute, and read the result back as a slice, an
+//! `ndarray` view or a `Vec`:
+//!
+//! ```
+//! use dlbridge::{DType, Tensor};
+//!
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+//! let y = x.mul(2.0)?.add(&x.exp()?)?.sum_dims(&[1], false, None)?;
+//! assert_eq!((y.shape(), y.dtype()), (&[2][..], DType::F32));
+//!
+//! let mut z = x.gt(2.5)?.to_dtype(DType::I64)?;
+//! z.as_slice_mut::<i64>()?[0] = 9; // typed, in place
+//! assert_eq!(z.as_array::<i64>()?.sum(), 13);
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! Every fallible call returns [`Result`], whose [`Error`] carries a typed
+//! [`ErrorKind`]: match on the kind, never on the message.
+//!
+//! ```
+//! use dlbridge::{ErrorKind, Tensor};
+//! let a = Tensor::from_vec(vec![1i32, 2, 3], &[3])?;
+//! let b = Tensor::from_vec(vec![1i32, 2], &[2])?;
+//! assert_eq!(a.add(&b).unwrap_err().kind(), ErrorKind::InvalidOperation); // shapes
+//! assert_eq!(a.to_vec::<f32>().unwrap_err().kind(), ErrorKind::DTypeMismatch);
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! ## Element types
+//!
+//! Each [`DType`] has one Rust type, its [`Element`]: the integers, `f32`,
+//! `f64`, `bool`, [`half::f16`], [`half::bf16`], [`num_complex::Complex32`]
+//! (`complex64`), [`num_complex::Complex64`] (`complex128`), [`ComplexHalf`]
+//! (`complex32`) and one-byte codes for the float8/float6/float4 formats
+//! ([`Float8E4M3Fn`], ...). The crates behind them are re-exported
+//! ([`half`], [`num_complex`], [`ndarray`]) so a program uses the same versions.
+//!
+//! ## Typed access and aliasing
+//!
+//! Tensors share memory (clones, views, exports, Python objects), and their
+//! write ops take `&self`, as PyTorch's do. So [`Tensor::as_slice`],
+//! [`Tensor::as_slice_mut`], [`Tensor::as_array`] and
+//! [`Tensor::as_array_mut`] take `&mut self` and check that the handle is
+//! the only one to its storage ([`ErrorKind::NotUnique`] otherwise), besides
+//! its dtype ([`ErrorKind::DTypeMismatch`]), device
+//! ([`ErrorKind::WrongDevice`]), contiguity for slices
+//! ([`ErrorKind::NotContiguous`]) and writability for the mutable ones
+//! ([`ErrorKind::ReadOnly`]). [`Tensor::to_vec`] copies and works on any
+//! tensor.
+//!
+//! ## DLPack in and out
+//!
+//! [`Tensor::from_raw_versioned`] (and [`Tensor::from_raw_legacy`]) take a
+//! producer's managed tensor, validate it and wrap it without copying; the
+//! producer's deleter runs exactly once, when the last user of the memory
+//! goes (or at once, on an error). [`Tensor::into_raw_versioned`] hands a
+//! tensor to a consumer, who calls its deleter once. The ABI types are
+//! [`ffi`] (dlpark's bindings, re-exported):
+//!
+//! ```
+//! use dlbridge::{Tensor, ffi::DLDeviceType};
+//!
+//! let t = Tensor::from_vec(vec![1u8, 2, 3], &[3])?;
+//! let managed = t.into_raw_versioned()?; // what a C consumer receives
+//! // SAFETY: `managed` is a live export; reading its header is fine.
+//! assert_eq!(unsafe { (*managed).dl_tensor.device.device_type }, DLDeviceType::CPU);
+//! // A consumer that is Rust again takes it back (deleter: once, later).
+//! // SAFETY: we own `managed` and hand it over exactly once.
+//! let mut back = unsafe { Tensor::from_raw_versioned(managed) }?;
+//! assert_eq!(back.as_slice::<u8>()?, &[1, 2, 3]);
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! `examples/c_producer.rs` does the whole round with a C-style producer
+//! whose deleter counts its calls; docs/rust.md compares dlbridge with
+//! dlpark and rust-numpy task by task.
+//!
+//! # For pyo3 extension authors
+//!
+//! With the feature `pyo3`, `dlbridge::python` gives a `#[pyfunction]`
+//! argument types that accept any DLPack producer zero-copy (torch, NumPy,
+//! JAX, CuPy, dlbridge: `TensorArg`, and `TensorArgMut`, which refuses
+//! read-only inputs), a return type that `torch.from_dlpack` and the others
+//! take zero-copy (`TensorOut`), and `From<dlbridge::Error> for PyErr`
+//! raising the exception classes of the Python package
+//! ([`ErrorKind::python_class`]). See that module's documentation (built
+//! with `cargo doc --features pyo3`).
+//!
+//! # Modules
+//!
+//! - [`ops`]: PyTorch's semantics as free functions (what the methods call);
+//! - [`backend`]: the op tables and the traits every device implements;
+//! - [`storage`]: memory and what keeps it alive;
+//! - [`dlpack`]: the DLPack export and import beneath the raw-pointer pair;
+//! - [`cuda`]: the CUDA backend (or its stand-in without the `cuda` feature);
+//! - [`ffi`]: the DLPack ABI types.
+//!
+//! The crate knows nothing of Python unless the `pyo3` feature is on;
+//! `python/` (the extension module) and `capi/` (the C library) are crates
+//! of this workspace built on it (see ARCHITECTURE.md).
 
 pub mod backend;
 #[cfg(feature = "capi")]

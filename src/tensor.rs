@@ -12,6 +12,29 @@ use crate::storage::Storage;
 use crate::{DType, Device, Result, Scalar, bail};
 use std::sync::Arc;
 
+/// An n-dimensional array on a device: shared memory ([`Storage`]), a
+/// strided [`Layout`] (byte strides, any sign) and a [`DType`], as a
+/// PyTorch tensor is.
+///
+/// Cloning a `Tensor` is cheap and makes another handle to the same
+/// memory, as do views (`t()`, `reshape`, `index`, ...): writes through one
+/// (`fill_`, `add_`, `copy_`, which take `&self` as PyTorch's do) show in
+/// all. Memory comes from dlbridge's allocator ([`zeros`](Tensor::zeros)),
+/// from Rust values ([`from_vec`](Tensor::from_vec),
+/// [`from_array`](Tensor::from_array), no copy), or from a DLPack producer
+/// ([`from_raw_versioned`](Tensor::from_raw_versioned), no copy); it goes
+/// back out as Rust values ([`as_slice`](Tensor::as_slice),
+/// [`as_array`](Tensor::as_array), [`to_vec`](Tensor::to_vec)) or as DLPack
+/// ([`into_raw_versioned`](Tensor::into_raw_versioned)).
+///
+/// ```
+/// use dlbridge::{DType, Device, Tensor};
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+/// let b = a.mul(10.0)?.add(&a)?; // PyTorch's promotion and broadcasting
+/// assert_eq!(b.to_vec::<f32>()?, vec![11.0, 22.0, 33.0, 44.0]);
+/// assert_eq!((b.shape(), b.dtype(), b.device()), (&[2, 2][..], DType::F32, Device::CPU));
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor {
     storage: Arc<Storage>,
@@ -32,6 +55,17 @@ impl std::fmt::Debug for Tensor {
 impl Tensor {
     /// A view of `storage`. Checks that the element count fits (see
     /// [`Layout`]'s invariant) and that every element lies inside it.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Layout, Tensor};
+    /// let t = Tensor::from_vec(vec![1u8, 2, 3, 4], &[4])?;
+    /// let odd = Layout { shape: vec![2], strides: vec![2], offset: 1 }; // t[1::2]
+    /// let v = Tensor::from_parts(t.storage().clone(), odd, DType::U8)?;
+    /// assert_eq!(v.to_vec::<u8>()?, vec![2, 4]);
+    /// let outside = Layout { shape: vec![5], strides: vec![1], offset: 0 };
+    /// assert!(Tensor::from_parts(t.storage().clone(), outside, DType::U8).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Result<Tensor> {
         checked_numel(&layout.shape)?;
         let (lo, hi) = layout.byte_extent(dtype.size());
@@ -54,11 +88,28 @@ impl Tensor {
         })
     }
 
-    /// A new contiguous tensor whose elements are left for the caller to write.
+    /// A new contiguous tensor whose elements are left for the caller to
+    /// write (their values are unspecified, never undefined behaviour).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Tensor};
+    /// let t = Tensor::empty(&[2, 3], DType::F16, Device::CPU)?;
+    /// assert_eq!((t.numel(), t.nbytes()), (6, 12));
+    /// assert!(Tensor::empty(&[usize::MAX, 2], DType::F32, Device::CPU).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::alloc(shape, dtype, device, false)
     }
 
+    /// A new contiguous tensor of zeros.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Tensor};
+    /// let t = Tensor::zeros(&[3], DType::I64, Device::CPU)?;
+    /// assert_eq!(t.to_vec::<i64>()?, vec![0, 0, 0]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::alloc(shape, dtype, device, true)
     }
@@ -83,13 +134,32 @@ impl Tensor {
         })
     }
 
+    /// A new contiguous tensor with every element `value` (range-checked
+    /// for integer dtypes, as PyTorch does).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Scalar, Tensor};
+    /// let t = Tensor::full(&[2], Scalar::Float(0.5), DType::F64, Device::CPU)?;
+    /// assert_eq!(t.to_vec::<f64>()?, vec![0.5, 0.5]);
+    /// assert!(Tensor::full(&[1], Scalar::Int(300), DType::U8, Device::CPU).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn full(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
         let t = Tensor::empty(shape, dtype, device)?;
         t.fill_(value)?;
         Ok(t)
     }
 
-    /// A contiguous host tensor holding `values` (row-major), cast to `dtype`.
+    /// A contiguous host tensor holding `values` (row-major), cast to
+    /// `dtype` (the way Python's lists come in; from Rust values,
+    /// [`from_vec`](Tensor::from_vec) copies nothing).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Scalar, Tensor};
+    /// let t = Tensor::from_scalars(&[2], &[Scalar::Int(1), Scalar::Float(2.5)], DType::F32)?;
+    /// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 2.5]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn from_scalars(shape: &[usize], values: &[Scalar], dtype: DType) -> Result<Tensor> {
         for v in values {
             v.check_fits(dtype, dtype.name())?;
@@ -108,6 +178,13 @@ impl Tensor {
     /// cast to `dtype` (each checked to fit). The memory comes first, from the
     /// fallible allocator, so a huge shape is an error rather than a failed
     /// allocation of the values (which aborts the process).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Scalar, Tensor};
+    /// let t = Tensor::from_fn(&[4], DType::I32, |i| Scalar::Int(i as i128 * 10))?;
+    /// assert_eq!(t.to_vec::<i32>()?, vec![0, 10, 20, 30]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn from_fn(
         shape: &[usize],
         dtype: DType,
@@ -126,30 +203,46 @@ impl Tensor {
         Ok(t)
     }
 
+    /// The memory this tensor views (shared with its clones and views).
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
     }
 
+    /// Shape, byte strides and byte offset.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u32; 6], &[2, 3])?;
+    /// assert_eq!(t.layout().strides, vec![12, 4]);
+    /// assert_eq!(t.t()?.layout().strides, vec![4, 12]);
+    /// assert_eq!(t.t()?.strides()?, vec![1, 3]); // in elements, as PyTorch
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// Where the memory is.
     pub fn device(&self) -> Device {
         self.storage.device()
     }
 
+    /// The size of each dimension.
     pub fn shape(&self) -> &[usize] {
         &self.layout.shape
     }
 
+    /// The number of dimensions.
     pub fn ndim(&self) -> usize {
         self.layout.ndim()
     }
 
+    /// The number of elements.
     pub fn numel(&self) -> usize {
         self.layout.numel()
     }
@@ -164,10 +257,15 @@ impl Tensor {
         self.storage.as_ptr().wrapping_add(self.layout.offset)
     }
 
+    /// Whether the elements are laid out row-major without gaps (PyTorch's
+    /// `is_contiguous`: size-1 dimensions' strides do not matter).
     pub fn is_contiguous(&self) -> bool {
         self.layout.is_contiguous(self.dtype.size())
     }
 
+    /// Whether the memory may not be written: a DLPack import flagged
+    /// `READ_ONLY`, a non-writeable NumPy array. Writes fail with
+    /// [`ErrorKind::ReadOnly`](crate::ErrorKind::ReadOnly).
     pub fn is_read_only(&self) -> bool {
         self.storage.is_read_only()
     }
@@ -194,10 +292,29 @@ impl Tensor {
     }
 
     /// Python-style indexing (`t[1, ::2, None]`): a view sharing memory.
+    ///
+    /// ```
+    /// use dlbridge::{Selection, Tensor};
+    /// let t = Tensor::from_vec((0..6).collect::<Vec<i64>>(), &[2, 3])?;
+    /// let every_other = Selection::Range { start: None, stop: None, step: 2 };
+    /// let v = t.index(&[Selection::Index(1), every_other])?; // t[1, ::2]
+    /// assert_eq!(v.to_vec::<i64>()?, vec![3, 5]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn index(&self, selections: &[Selection]) -> Result<Tensor> {
         Ok(self.with_layout(self.layout.select(selections, self.dtype.size())?))
     }
 
+    /// A view of this tensor broadcast to `shape` (stride 0 along new or
+    /// size-1 dimensions), PyTorch's `broadcast_to`.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 2], &[2])?;
+    /// assert_eq!(t.broadcast_to(&[2, 2])?.to_vec::<u8>()?, vec![1, 2, 1, 2]);
+    /// assert!(t.broadcast_to(&[3]).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
         if shape == self.shape() {
             return Ok(self.clone());
@@ -243,7 +360,16 @@ impl Tensor {
         Ok(())
     }
 
-    /// A contiguous copy, always fresh memory.
+    /// A contiguous copy, always fresh memory (PyTorch's `clone()`).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1i32, 2], &[2])?;
+    /// let c = t.clone_data()?;
+    /// c.fill_(0.into())?;
+    /// assert_eq!((t.to_vec::<i32>()?, c.to_vec::<i32>()?), (vec![1, 2], vec![0, 0]));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn clone_data(&self) -> Result<Tensor> {
         let out = Tensor::empty(self.shape(), self.dtype, self.device())?;
         out.copy_from_same_device(self)?;
@@ -278,6 +404,14 @@ impl Tensor {
 
     /// `view(dtype)`: the same memory read as another dtype of the same size
     /// (`t.view(uint8)` shows a float8 tensor's codes).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32], &[1])?;
+    /// assert_eq!(t.view_dtype(DType::I32)?.to_vec::<i32>()?, vec![0x3f80_0000]);
+    /// assert!(t.view_dtype(DType::F64).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype.size() != self.dtype.size() {
             bail!(
@@ -308,6 +442,13 @@ impl Tensor {
     }
 
     /// Itself when already contiguous, else a contiguous copy.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 2, 3, 4], &[2, 2])?.t()?;
+    /// assert!(!t.is_contiguous() && t.contiguous()?.is_contiguous());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
             Ok(self.clone())
@@ -316,7 +457,15 @@ impl Tensor {
         }
     }
 
-    /// Itself when already of `dtype`, else a converted copy.
+    /// Itself when already of `dtype`, else a converted copy (PyTorch's
+    /// casts: truncation toward zero, wrapping integers).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Tensor};
+    /// let t = Tensor::from_vec(vec![-1.5f32, 2.7], &[2])?;
+    /// assert_eq!(t.to_dtype(DType::I8)?.to_vec::<i8>()?, vec![-1, 2]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype {
             return Ok(self.clone());
@@ -327,7 +476,19 @@ impl Tensor {
     }
 
     /// Itself when already on `device`, else a copy there (fresh memory).
-    /// `cuda` without an index means `cuda:0`.
+    /// `cuda` without an index means `cuda:0`. Without a CUDA device a move
+    /// there fails with [`ErrorKind::NoCuda`](crate::ErrorKind::NoCuda).
+    ///
+    /// ```
+    /// use dlbridge::{Device, Tensor};
+    /// let t = Tensor::from_vec(vec![1u8], &[1])?;
+    /// assert_eq!(t.to_device(Device::CPU)?.data_ptr(), t.data_ptr()); // already there
+    /// match t.to_device(Device::cuda(None)) {
+    ///     Ok(on_gpu) => assert_eq!(on_gpu.to_device(Device::CPU)?.to_vec::<u8>()?, vec![1]),
+    ///     Err(e) => assert_eq!(e.kind(), dlbridge::ErrorKind::NoCuda),
+    /// }
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         if device.canonical() == self.device() {
             return Ok(self.clone());
@@ -342,6 +503,14 @@ impl Tensor {
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Tensor};
+    /// let dst = Tensor::zeros(&[2, 2], DType::F64, Device::CPU)?;
+    /// dst.copy_(&Tensor::from_vec(vec![1i32, 2], &[2])?)?;
+    /// assert_eq!(dst.to_vec::<f64>()?, vec![1.0, 2.0, 1.0, 2.0]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
         let shape = crate::layout::broadcast_shapes(self.shape(), src.shape())?;
         if shape != self.shape() {
@@ -364,6 +533,14 @@ impl Tensor {
     }
 
     /// Sets every element to `value` (`Tensor.fill_`).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0i16; 3], &[3])?;
+    /// t.fill_(7.into())?;
+    /// assert_eq!(t.to_vec::<i16>()?, vec![7; 3]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         value.check_fits(self.dtype, self.dtype.c_type_name())?;
         self.ensure_writable()?;
@@ -383,6 +560,14 @@ impl Tensor {
     }
 
     /// The value of a one-element tensor.
+    ///
+    /// ```
+    /// use dlbridge::{Scalar, Tensor};
+    /// let t = Tensor::from_vec(vec![1i32, 2, 3], &[3])?;
+    /// assert_eq!(t.sum()?.item()?, Scalar::Int(6));
+    /// assert!(t.item().is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn item(&self) -> Result<Scalar> {
         if self.numel() != 1 {
             bail!(
@@ -394,7 +579,8 @@ impl Tensor {
         Ok(self.to_scalars()?[0])
     }
 
-    /// Every element in row-major order.
+    /// Every element in row-major order, as [`Scalar`]s (any dtype; for one
+    /// Rust type, [`to_vec`](Tensor::to_vec) is faster).
     pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
         if self.dtype == DType::F4E2M1FNX2 {
             bail!(
@@ -422,7 +608,16 @@ impl Tensor {
         Ok(out)
     }
 
-    /// Fills a floating tensor with uniform values in [0, 1) (`rand`).
+    /// A new floating tensor of uniform values in [0, 1) (`rand`), from the
+    /// generator [`manual_seed`](crate::manual_seed) seeds.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Tensor};
+    /// dlbridge::manual_seed(0);
+    /// let t = Tensor::rand(&[100], DType::F32, Device::CPU)?;
+    /// assert!(t.to_vec::<f32>()?.iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn rand(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         if !(dtype.is_floating_point() || dtype.is_complex()) || dtype.is_storage_only() {
             bail!(

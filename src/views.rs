@@ -114,6 +114,14 @@ impl Tensor {
     }
 
     /// `permute(dims)`: the same memory with its dimensions reordered.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 24], &[2, 3, 4])?;
+    /// assert_eq!(t.permute(&[2, 0, 1])?.shape(), &[4, 2, 3]);
+    /// assert!(t.permute(&[0, 0, 1]).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let n = self.ndim();
         if dims.len() != n {
@@ -145,6 +153,13 @@ impl Tensor {
     }
 
     /// `transpose(dim0, dim1)`.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 6], &[1, 2, 3])?;
+    /// assert_eq!(t.transpose(0, -1)?.shape(), &[3, 2, 1]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
         let n = self.ndim();
         let (a, b) = (wrap_dim(dim0, n)?, wrap_dim(dim1, n)?);
@@ -158,6 +173,13 @@ impl Tensor {
     }
 
     /// `t()`: transposes a 2-D tensor; 0-D and 1-D tensors come back as they are.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3])?;
+    /// assert_eq!(t.t()?.to_vec::<i32>()?, vec![1, 4, 2, 5, 3, 6]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn t(&self) -> Result<Tensor> {
         match self.ndim() {
             0 | 1 => Ok(self.clone()),
@@ -170,6 +192,13 @@ impl Tensor {
     }
 
     /// `T`: every dimension reversed.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 6], &[1, 2, 3])?;
+    /// assert_eq!(t.reversed_dims().shape(), &[3, 2, 1]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn reversed_dims(&self) -> Tensor {
         let l = self.layout();
         self.restrided(
@@ -179,6 +208,13 @@ impl Tensor {
     }
 
     /// `unsqueeze(dim)`: a new size-1 dimension at `dim`.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 6], &[2, 3])?;
+    /// assert_eq!(t.unsqueeze(-1)?.shape(), &[2, 3, 1]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let n = self.ndim();
         let d = wrap_dim(dim, n + 1)?;
@@ -197,6 +233,13 @@ impl Tensor {
 
     /// `expand(*sizes)`: size-1 dimensions repeated without copying; -1
     /// keeps a size; new leading dimensions may be added.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 2], &[2, 1])?;
+    /// assert_eq!(t.expand(&[2, 3])?.to_vec::<u8>()?, vec![1, 1, 1, 2, 2, 2]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn expand(&self, sizes: &[i64]) -> Result<Tensor> {
         let n = self.ndim();
         if sizes.len() < n {
@@ -226,6 +269,14 @@ impl Tensor {
     }
 
     /// `view(*shape)`: the same memory under a new shape, when strides allow.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 6], &[2, 3])?;
+    /// assert_eq!(t.view(&[3, -1])?.shape(), &[3, 2]);
+    /// assert!(t.t()?.view(&[6]).is_err()); // not expressible without a copy
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn view(&self, sizes: &[i64]) -> Result<Tensor> {
         let shape = infer_shape(sizes, self.numel())?;
         let l = self.layout();
@@ -241,6 +292,14 @@ impl Tensor {
     }
 
     /// `reshape(*shape)`: a view when one exists, else a contiguous copy.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 2, 3, 4, 5, 6], &[2, 3])?;
+    /// assert_eq!(t.reshape(&[3, 2])?.data_ptr(), t.data_ptr()); // a view
+    /// assert_eq!(t.t()?.reshape(&[6])?.to_vec::<u8>()?, vec![1, 4, 2, 5, 3, 6]); // a copy
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
         match self.view(sizes) {
             Ok(v) => Ok(v),
@@ -253,6 +312,13 @@ impl Tensor {
     }
 
     /// `flatten(start_dim=0, end_dim=-1)`.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 24], &[2, 3, 4])?;
+    /// assert_eq!(t.flatten(1, -1)?.shape(), &[2, 12]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn flatten(&self, start: i64, end: i64) -> Result<Tensor> {
         let n = self.ndim();
         if n == 0 {
@@ -274,6 +340,14 @@ impl Tensor {
 
     /// `squeeze()`: every size-1 dimension dropped; `squeeze(dims)`: those
     /// of `dims` that have size 1 (others stay, as in PyTorch 2.x).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 3], &[1, 3, 1])?;
+    /// assert_eq!(t.squeeze(None)?.shape(), &[3]);
+    /// assert_eq!(t.squeeze(Some(&[0, 1]))?.shape(), &[3, 1]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Tensor> {
         let l = self.layout();
         let n = self.ndim();
@@ -304,6 +378,13 @@ impl Tensor {
     }
 
     /// `mT`: the last two dimensions swapped (a batch of matrices transposed).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8; 24], &[2, 3, 4])?;
+    /// assert_eq!(t.matrix_transpose("mT")?.shape(), &[2, 4, 3]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn matrix_transpose(&self, name: &str) -> Result<Tensor> {
         if self.ndim() < 2 {
             bail!(

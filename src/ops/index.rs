@@ -19,7 +19,9 @@ use crate::{Category, DType, Device, Result, Tensor, bail, err};
 /// One advanced index: an integer (any width) or a bool tensor, and the
 /// dimension of the view it starts at.
 pub struct AdvancedIndex {
+    /// The dimension of the view the index applies to.
     pub dim: usize,
+    /// An integer tensor (positions) or a bool tensor (a mask).
     pub index: Tensor,
 }
 

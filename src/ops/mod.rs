@@ -90,8 +90,6 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Result<Option<DType>>
     }))
 }
 
-/// `torch.result_type` over any operands: tensors with dimensions first,
-/// then zero-dim tensors, then Python numbers.
 /// PyTorch's refusal of an op on a dtype it has no kernel for, which is what
 /// dlbridge answers for arithmetic on the storage-only dtypes (float8,
 /// float6, float4, complex32): `"add_cpu" not implemented for 'Float8_e4m3fn'`.
@@ -107,6 +105,16 @@ pub(crate) fn check_computable(kernel: &str, dtype: DType, device: Device) -> Re
     Ok(())
 }
 
+/// `torch.result_type` over any operands: tensors with dimensions first,
+/// then zero-dim tensors, then Python numbers.
+///
+/// ```
+/// use dlbridge::{DType, Scalar, Tensor, ops::result_type};
+/// let t = Tensor::from_vec(vec![1i32], &[1])?;
+/// assert_eq!(result_type(&[(&t).into(), Scalar::Float(0.5).into()])?, DType::F32);
+/// assert_eq!(result_type(&[(&t).into(), 2i64.into()])?, DType::I32);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn result_type(operands: &[Operand]) -> Result<DType> {
     let (mut dims, mut zero, mut wrapped) = (None, None, None);
     for op in operands {

@@ -9,7 +9,9 @@ use crate::{Category, DType, Result, Tensor, bail};
 /// `max(dim)` and `min(dim)`: the values and the first position of each.
 #[derive(Clone, Debug)]
 pub struct Reduced {
+    /// The largest (or smallest) values.
     pub values: Tensor,
+    /// Their positions along the reduced dimension (int64).
     pub indices: Tensor,
 }
 

@@ -39,6 +39,7 @@ fn out_of_memory(len: usize) -> Error {
 }
 
 impl HostBuffer {
+    /// `len` bytes, 64-byte aligned, zeroed or left uninitialised; an error (not an abort) when the memory cannot be had.
     pub fn new(len: usize, zeroed: bool) -> Result<HostBuffer> {
         if len >= MMAP_THRESHOLD {
             return HostBuffer::map(len);
@@ -90,6 +91,7 @@ impl HostBuffer {
         })
     }
 
+    /// The first byte.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }

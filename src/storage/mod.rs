@@ -168,18 +168,22 @@ impl Storage {
         self.ptr.load(Ordering::Relaxed)
     }
 
+    /// The number of bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the storage has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The device the bytes are on.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// Whether the bytes may not be written (a READ_ONLY import, a non-writeable NumPy array).
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }

@@ -170,10 +170,12 @@ impl SharedSegment {
         self.ptr
     }
 
+    /// The segment's size in bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the segment has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -26,7 +26,17 @@ macro_rules! binary_methods {
         /// `i64`, `bool`, [`Scalar`](crate::Scalar), ...).
         impl Tensor {$(
             #[doc = concat!("`", $name, "(self, other)` as a new tensor, with PyTorch's type promotion and broadcasting.")]
+            ///
             $(#[$doc])*
+            ///
+            /// ```
+            /// use dlbridge::{DType, Tensor};
+            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("let r = a.", stringify!($f), "(&a)?.", stringify!($f), "(2.0)?; // a tensor, then a number")]
+            /// assert_eq!((r.shape(), r.dtype()), (&[2][..], DType::F32));
+            #[doc = concat!("assert!(a.", stringify!($f), "(&Tensor::from_vec(vec![1.0f32; 3], &[3])?).is_err()); // shapes that do not broadcast")]
+            /// # Ok::<(), dlbridge::Error>(())
+            /// ```
             pub fn $f<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
                 ops::binary(Operand::Tensor(self), other.into(), BinaryOp::$V)
             }
@@ -40,7 +50,16 @@ macro_rules! unary_methods {
         /// The unary ops of [`unary_ops!`](crate::unary_ops), one method per row.
         impl Tensor {$(
             #[doc = concat!("`", $name, "(self)` as a new tensor.")]
+            ///
             $(#[$doc])*
+            ///
+            /// ```
+            /// use dlbridge::{DType, Tensor};
+            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("let r = a.", stringify!($f), "()?;")]
+            /// assert_eq!((r.shape(), r.dtype()), (&[2][..], DType::F32));
+            /// # Ok::<(), dlbridge::Error>(())
+            /// ```
             pub fn $f(&self) -> Result<Tensor> {
                 unary(self, UnaryOp::$V)
             }
@@ -59,6 +78,15 @@ macro_rules! in_place {
             $(
                 #[doc = concat!("`self.", stringify!($b), "(other)`: `", stringify!($BV),
                     "` written into this tensor's memory (refused where the result dtype cannot be cast back, or the memory is read-only).")]
+                ///
+                /// ```
+                /// use dlbridge::Tensor;
+                /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+                /// let shared = a.clone(); // the same memory
+                #[doc = concat!("a.", stringify!($b), "(2.0)?;")]
+                /// assert_ne!(shared.to_vec::<f32>()?, vec![1.0, 4.0]); // the clone sees the write
+                /// # Ok::<(), dlbridge::Error>(())
+                /// ```
                 pub fn $b<'a>(&self, other: impl Into<Operand<'a>>) -> Result<()> {
                     ops::binary_(self, other.into(), BinaryOp::$BV)
                 }
@@ -66,6 +94,14 @@ macro_rules! in_place {
             $(
                 #[doc = concat!("`self.", stringify!($u), "()`: `", stringify!($UV),
                     "` written into this tensor's memory.")]
+                ///
+                /// ```
+                /// use dlbridge::Tensor;
+                /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+                #[doc = concat!("a.", stringify!($u), "()?;")]
+                /// assert_ne!(a.to_vec::<f32>()?, vec![1.0, 4.0]);
+                /// # Ok::<(), dlbridge::Error>(())
+                /// ```
                 pub fn $u(&self) -> Result<()> {
                     ops::unary_(self, UnaryOp::$UV)
                 }
@@ -84,6 +120,14 @@ macro_rules! compare_methods {
     ($($f:ident => $V:ident),*) => {
         impl Tensor {$(
             #[doc = concat!("`self ", stringify!($f), " other` elementwise, as a bool tensor (both sides promoted, then broadcast).")]
+            ///
+            /// ```
+            /// use dlbridge::{DType, Tensor};
+            /// let a = Tensor::from_vec(vec![1i32, 2, 3], &[3])?;
+            #[doc = concat!("let m = a.", stringify!($f), "(2)?;")]
+            /// assert_eq!((m.shape(), m.dtype()), (&[3][..], DType::Bool));
+            /// # Ok::<(), dlbridge::Error>(())
+            /// ```
             pub fn $f<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
                 ops::compare(Operand::Tensor(self), other.into(), CompareOp::$V)
             }
@@ -313,12 +357,12 @@ mod tests {
         a.mul_(&a).unwrap();
         a.sub_(1).unwrap();
         a.div_(2).unwrap();
-        a.pow_(1).unwrap();
         assert_eq!(a.to_vec::<f32>().unwrap(), [1.5, 12.0]);
+        a.pow_(1).unwrap(); // (Miri makes powf, exp, log inexact on purpose)
         a.sqrt_().unwrap();
         a.exp_().unwrap();
         a.log_().unwrap();
-        assert!((a.to_vec::<f32>().unwrap()[0] - 1.5f32.sqrt()).abs() < 1e-6);
+        assert!((a.to_vec::<f32>().unwrap()[0] - 1.5f32.sqrt()).abs() < 1e-4);
         let i = Tensor::zeros(&[2], DType::I64, Device::CPU).unwrap();
         // An int tensor cannot take a float result in place, nor exp.
         assert_eq!(i.add_(0.5).unwrap_err().kind(), ErrorKind::InvalidOperation);

@@ -196,7 +196,7 @@ impl Tensor {
 
     /// The elements as a slice: the tensor must be of `T`'s dtype, in host
     /// memory, contiguous, and the only handle to its storage (see the
-    /// [module docs](self#the-rule-that-keeps-typed-access-sound)).
+    /// [crate docs](crate#typed-access-and-aliasing)).
     ///
     /// ```
     /// use dlbridge::{ErrorKind, Tensor};
