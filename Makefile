@@ -87,10 +87,12 @@ fuzz: tools $(STAMP)
 	cd fuzz && $(FUZZ_ENV) ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run capsule ../target/fuzz-new/capsule corpus/capsule corpus/import -- \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
-## test-rust: cargo test, and the check that include/dlbridge.h matches src/capi/
+## test-rust: cargo test (unit, integration and doc tests), the header check, the C-producer example, cargo doc
 test-rust:
 	cargo test
 	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
+	cargo run --example c_producer               # exits non-zero unless the producer's deleter ran once
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q
 
 ## test-python: pytest on tests/python (the C ABI suite included)
 test-python: $(DEV_STAMP) build
