@@ -82,7 +82,11 @@ fn consume(managed: *mut DLManagedTensorVersioned) -> Vec<f32> {
         assert_eq!((dl.dtype.code, dl.dtype.bits), (DLDataTypeCode::FLOAT, 32));
         let shape = std::slice::from_raw_parts(dl.shape, dl.ndim as usize);
         let n: i64 = shape.iter().product();
-        let base = dl.data.cast::<u8>().add(dl.byte_offset as usize).cast::<f32>();
+        let base = dl
+            .data
+            .cast::<u8>()
+            .add(dl.byte_offset as usize)
+            .cast::<f32>();
         let values = std::slice::from_raw_parts(base, n as usize).to_vec();
         ((*managed).deleter.expect("dlbridge always sets a deleter"))(managed);
         values

@@ -51,8 +51,9 @@ pub enum ErrorKind {
     /// `READ_ONLY`, a non-writeable NumPy array).
     ReadOnly,
     /// Typed access to memory that another tensor handle (a clone, a view,
-    /// a DLPack export, a Python tensor) shares: a Rust reference into it
-    /// could alias that handle's writes.
+    /// a DLPack export, a Python tensor) shares, or that a library outside
+    /// dlbridge also holds (a NumPy array, C memory, shared memory): a Rust
+    /// reference into it could alias their writes.
     NotUnique,
     /// A DLPack tensor of a major version other than 1.
     UnsupportedVersion,

@@ -54,8 +54,10 @@
 //! write ops take `&self`, as PyTorch's do. So [`Tensor::as_slice`],
 //! [`Tensor::as_slice_mut`], [`Tensor::as_array`] and
 //! [`Tensor::as_array_mut`] take `&mut self` and check that the handle is
-//! the only one to its storage ([`ErrorKind::NotUnique`] otherwise), besides
-//! its dtype ([`ErrorKind::DTypeMismatch`]), device
+//! the only one to its storage, and that no library outside dlbridge holds
+//! the memory too (a NumPy array, a tensor imported from Python: see
+//! [`Tensor::assume_exclusive`]); [`ErrorKind::NotUnique`] otherwise. Besides,
+//! they check its dtype ([`ErrorKind::DTypeMismatch`]), device
 //! ([`ErrorKind::WrongDevice`]), contiguity for slices
 //! ([`ErrorKind::NotContiguous`]) and writability for the mutable ones
 //! ([`ErrorKind::ReadOnly`]). [`Tensor::to_vec`] copies and works on any

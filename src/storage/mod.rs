@@ -97,6 +97,9 @@ pub struct Storage {
     len: usize,
     device: Device,
     read_only: bool,
+    /// Reachable only through this storage, as far as dlbridge knows (see
+    /// [`Storage::is_exclusive`]).
+    exclusive: bool,
     /// The device queue that has been given work on this memory, if any.
     device_used: OnceLock<&'static dyn DeviceQueue>,
     /// What keeps the original memory alive, until the storage drops (also
@@ -136,6 +139,7 @@ impl Storage {
             len,
             device,
             read_only,
+            exclusive: false,
             device_used: OnceLock::new(),
             owner,
             moved: AtomicPtr::new(std::ptr::null_mut()),
@@ -155,7 +159,11 @@ impl Storage {
         let buffer = HostBuffer::new(len, zeroed)?;
         let ptr = buffer.as_ptr();
         // SAFETY: the buffer owns exactly these bytes and lives inside the storage.
-        Ok(unsafe { Storage::from_raw(ptr, len, Device::CPU, false, Owner::Host(buffer)) })
+        let mut storage =
+            unsafe { Storage::from_raw(ptr, len, Device::CPU, false, Owner::Host(buffer)) };
+        // SAFETY: fresh memory, which nothing but this storage can reach.
+        unsafe { storage.assume_exclusive() };
+        Ok(storage)
     }
 
     /// The first byte. A relaxed load, as cheap as a plain field read: the
@@ -186,6 +194,28 @@ impl Storage {
     /// Whether the bytes may not be written (a READ_ONLY import, a non-writeable NumPy array).
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Whether, as far as dlbridge knows, the bytes are reachable only
+    /// through this storage: memory dlbridge allocated on the host, a Rust
+    /// `Vec` given to it ([`Tensor::from_vec`](crate::Tensor::from_vec)), a
+    /// DLPack import through the unsafe Rust API (whose contract says so).
+    /// Not memory that another library also holds (a NumPy array, a tensor
+    /// imported from Python, C memory), nor bytes moved into shared memory,
+    /// which other processes map. Typed access
+    /// ([`Tensor::as_slice`](crate::Tensor::as_slice)) needs it.
+    pub fn is_exclusive(&self) -> bool {
+        self.exclusive && self.shared_segment().is_none()
+    }
+
+    /// Declares that the bytes are reachable only through this storage.
+    ///
+    /// # Safety
+    /// While this storage lives, nothing but it reads or writes the bytes
+    /// (a library that also holds them, another import of the same memory)
+    /// while Rust references made by typed access are alive.
+    pub unsafe fn assume_exclusive(&mut self) {
+        self.exclusive = true;
     }
 
     /// What keeps the storage's original memory alive.

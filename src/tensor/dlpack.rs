@@ -25,7 +25,11 @@ unsafe fn import<M: ManagedTensorBase>(managed: *mut M) -> Result<Tensor> {
     let managed = unsafe { Managed::from_raw(managed) }
         .map_err(|e| err!(UnsupportedVersion, "cannot import this DLPack tensor: {e}"))?;
     // Drops `managed` (so runs the deleter once) on any error.
-    import_versioned_or_legacy(managed)
+    let mut t = import_versioned_or_legacy(managed)?;
+    // SAFETY: the caller's contract: nothing outside the tensor writes the
+    // memory while typed access's references live. The handle is fresh.
+    unsafe { t.assume_exclusive() }?;
+    Ok(t)
 }
 
 impl Tensor {
@@ -52,11 +56,14 @@ impl Tensor {
     ///   does not unwind. A NULL deleter means the producer keeps ownership:
     ///   then it must keep all of the above true until every tensor made from
     ///   this one is gone.
-    /// - While a tensor made from it lives, nothing outside dlbridge writes
-    ///   the memory while a Rust reference from typed access
-    ///   ([`as_slice`](Self::as_slice), [`as_array`](Self::as_array), ...) is
-    ///   alive, nor reads it while a mutable one is (the producer's other
-    ///   handles included; dlbridge's own are checked).
+    /// - While a tensor made from it lives, nothing outside that tensor and
+    ///   its views writes the memory while a Rust reference from typed
+    ///   access ([`as_slice`](Self::as_slice), [`as_array`](Self::as_array),
+    ///   ...) is alive, nor reads it while a mutable one is: not the
+    ///   producer's other handles, not another import of the same memory.
+    ///   (The import is marked exclusive on this promise, see
+    ///   [`assume_exclusive`](Self::assume_exclusive); dlbridge's own
+    ///   handles to it are checked.)
     ///
     /// ```
     /// use dlbridge::Tensor;

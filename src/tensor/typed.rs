@@ -14,11 +14,15 @@
 //!   or written while the reference lives; and
 //! - checks that this handle is the only one to its storage (as
 //!   [`Arc::get_mut`] does): no other tensor, view, export or Python object
-//!   shares it. Otherwise it fails with [`ErrorKind::NotUnique`].
+//!   shares it; and that the storage is exclusive
+//!   ([`Storage::is_exclusive`]): memory dlbridge allocated, a `Vec` given
+//!   to it, or a DLPack import through [`Tensor::from_raw_versioned`], whose
+//!   safety contract says what the producer must not do meanwhile. Memory a
+//!   library outside also holds (a NumPy array, a tensor imported from
+//!   Python, C memory, shared memory) is not, until
+//!   [`Tensor::assume_exclusive`] declares it so. Otherwise typed access
+//!   fails with [`ErrorKind::NotUnique`].
 //!
-//! Memory that came from outside (a DLPack producer, a NumPy array) may
-//! still be reachable by its producer; [`Tensor::from_raw_versioned`]'s
-//! safety contract says what the producer must not do meanwhile.
 //! [`Tensor::to_vec`] copies and needs none of this.
 //!
 //! [`ErrorKind::NotUnique`]: crate::ErrorKind::NotUnique
@@ -73,7 +77,7 @@ impl Tensor {
         // SAFETY: the vector's buffer holds `bytes` initialised bytes (Plain:
         // no padding), stays put when the Vec moves into the owner, and is
         // freed only when the owner drops with the storage.
-        let storage = unsafe {
+        let mut storage = unsafe {
             Storage::from_raw(
                 ptr,
                 bytes,
@@ -82,6 +86,8 @@ impl Tensor {
                 Owner::External(Box::new(data)),
             )
         };
+        // SAFETY: the Vec moved into the storage: nothing else reaches it.
+        unsafe { storage.assume_exclusive() };
         let layout = Layout::contiguous(shape.to_vec(), T::DTYPE.size());
         Tensor::from_parts(Arc::new(storage), layout, T::DTYPE)
     }
@@ -307,6 +313,39 @@ impl Tensor {
         unsafe { crate::cpu::view_mut::<T>(self) }.ok_or_else(|| self.unviewable())
     }
 
+    /// Declares that nothing outside this tensor reaches its memory, which
+    /// typed access needs: for memory another library also holds (a NumPy
+    /// array or a tensor imported from Python, C memory), which dlbridge
+    /// cannot know to be unaliased. Fails with `NotUnique` unless this is
+    /// the only handle to its storage.
+    ///
+    /// # Safety
+    /// While this tensor lives, nothing outside it (the library that holds
+    /// the memory, another import of the same memory, another process)
+    /// writes the memory while a Rust reference from typed access is alive,
+    /// nor reads it while a mutable one is. This is the promise rust-numpy's
+    /// `unsafe` `PyArray::as_slice_mut` asks for.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let mut t = Tensor::from_vec(vec![1u8, 2], &[2])?;
+    /// // SAFETY: a Vec given to dlbridge: nothing else reaches it (already known).
+    /// unsafe { t.assume_exclusive() }?;
+    /// assert!(t.storage().is_exclusive());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub unsafe fn assume_exclusive(&mut self) -> Result<()> {
+        let storage = Arc::get_mut(&mut self.storage).ok_or_else(|| {
+            err!(
+                NotUnique,
+                "another tensor, view, export or Python object shares this tensor's memory"
+            )
+        })?;
+        // SAFETY: the caller's promise, for the storage this handle alone holds.
+        unsafe { storage.assume_exclusive() };
+        Ok(())
+    }
+
     fn check_dtype<T: Plain>(&self) -> Result<()> {
         if T::DTYPE != self.dtype() {
             bail!(
@@ -338,6 +377,14 @@ impl Tensor {
                 "another tensor, view, export or Python object shares this tensor's memory, so a Rust \
                  reference into it could alias that one's writes: drop the others, or copy (to_vec, \
                  clone_data)"
+            );
+        }
+        if !self.storage.is_exclusive() {
+            bail!(
+                NotUnique,
+                "this tensor's memory is also held outside dlbridge (a NumPy array, a tensor imported \
+                 from Python or C, shared memory), so a Rust reference into it could alias that \
+                 holder's writes: copy it (to_vec, clone_data), or see Tensor::assume_exclusive"
             );
         }
         if write && self.is_read_only() {
@@ -389,13 +436,61 @@ mod tests {
 
     /// A tensor of `dtype` over `bytes` (host memory unless `device` says
     /// otherwise, which no byte is read from), kept by an External owner.
-    fn over(bytes: Vec<u8>, dtype: DType, layout: Layout, device: Device, ro: bool) -> Tensor {
+    /// A tensor of `dtype` over `bytes` (host memory unless `device` says
+    /// otherwise, which no byte is read from), kept by an External owner,
+    /// as C memory comes in (not exclusive until declared so).
+    fn foreign(bytes: Vec<u8>, dtype: DType, layout: Layout, device: Device, ro: bool) -> Tensor {
         let mut bytes = bytes;
         let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
         // SAFETY: the Vec's buffer lives in the owner as long as the storage.
         let s =
             unsafe { Storage::from_raw(ptr, len, device, ro, Owner::External(Box::new(bytes))) };
         Tensor::from_parts(Arc::new(s), layout, dtype).unwrap()
+    }
+
+    /// As [`foreign`], declared exclusive (the test holds nothing else).
+    fn over(bytes: Vec<u8>, dtype: DType, layout: Layout, device: Device, ro: bool) -> Tensor {
+        let mut t = foreign(bytes, dtype, layout, device, ro);
+        // SAFETY: the test keeps no other way to the bytes.
+        unsafe { t.assume_exclusive() }.unwrap();
+        t
+    }
+
+    #[test]
+    fn memory_held_outside_needs_a_declaration() {
+        let mut t = foreign(
+            vec![1, 2],
+            DType::U8,
+            Layout::contiguous(vec![2], 1),
+            Device::CPU,
+            false,
+        );
+        assert!(!t.storage().is_exclusive());
+        assert_eq!(kind(t.as_slice::<u8>()), ErrorKind::NotUnique);
+        assert_eq!(kind(t.as_array_mut::<u8>()), ErrorKind::NotUnique);
+        assert_eq!(t.to_vec::<u8>().unwrap(), [1, 2]);
+        let other = t.clone();
+        // SAFETY: refused before anything is declared (two handles).
+        assert_eq!(kind(unsafe { t.assume_exclusive() }), ErrorKind::NotUnique);
+        drop(other);
+        // SAFETY: the test keeps no other way to the bytes.
+        unsafe { t.assume_exclusive() }.unwrap();
+        assert_eq!(t.as_slice::<u8>().unwrap(), &[1, 2]);
+        // Fresh allocations and results of ops are exclusive.
+        let mut z = Tensor::zeros(&[2], DType::U8, Device::CPU)
+            .unwrap()
+            .add(1)
+            .unwrap();
+        assert_eq!(z.as_slice::<u8>().unwrap(), &[1, 1]);
+    }
+
+    #[cfg(not(miri))] // Miri has no memfd_create or shared mappings
+    #[test]
+    fn shared_memory_is_not_exclusive() {
+        let mut t = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
+        t.storage().share_memory().unwrap();
+        assert_eq!(kind(t.as_slice::<i32>()), ErrorKind::NotUnique);
+        assert_eq!(t.to_vec::<i32>().unwrap(), [1, 2]);
     }
 
     #[test]
