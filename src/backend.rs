@@ -19,6 +19,15 @@
 //! method and function and the C entry follow from the row. Another
 //! reduction: a variant of [`ReduceOp`], its arm in each backend, and one
 //! function in `ops/reduce.rs`.
+//!
+//! The tables are data as well:
+//!
+//! ```
+//! use dlbridge::{BinaryOp, Promotion, UnaryOp};
+//! assert!(BinaryOp::ALL.contains(&BinaryOp::Maximum));
+//! assert_eq!(BinaryOp::Div.promotion(), Promotion::IntToFloat);
+//! assert_eq!(UnaryOp::Exp.name(), "exp");
+//! ```
 
 use crate::storage::Storage;
 use crate::{Device, DeviceKind, Result, Scalar, Tensor};

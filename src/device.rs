@@ -70,6 +70,16 @@ impl Device {
 
     /// Parses `cpu`, `cpu:0`, `cuda`, `cuda:1` (PyTorch's grammar:
     /// `[a-zA-Z_]+(:(0|[1-9][0-9]*))?`).
+    ///
+    /// ```
+    /// use dlbridge::{Device, DeviceKind};
+    /// assert_eq!(Device::parse("cuda")?.kind, DeviceKind::Cuda);
+    /// assert!(Device::parse("cuda:01").is_err());
+    /// let dl = Device::cuda(Some(2)).to_dlpack();
+    /// assert_eq!((dl.device_type, dl.device_id), (dlbridge::ffi::DLDeviceType::CUDA, 2));
+    /// assert_eq!(Device::from_dlpack(dl)?, Device::cuda(Some(2)));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn parse(spec: &str) -> Result<Device> {
         let invalid = || crate::err!(InvalidOperation, "Invalid device string: '{spec}'");
         let (kind, index) = match spec.split_once(':') {

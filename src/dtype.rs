@@ -74,6 +74,15 @@ macro_rules! define_dtypes {
         /// per byte (ml_dtypes' layout), `F4E2M1FNX2` two, low nibble first
         /// (PyTorch's `float4_e2m1fn_x2`, a byte an element); `C32` is
         /// PyTorch's `complex32`, two float16.
+        ///
+        /// ```
+        /// use dlbridge::DType;
+        /// assert_eq!(DType::from_name("torch.long"), Some(DType::I64));
+        /// assert_eq!((DType::BF16.name(), DType::BF16.size()), ("bfloat16", 2));
+        /// assert_eq!(DType::promote(DType::I32, DType::F16)?, DType::F16);
+        /// assert!(DType::F8E4M3FN.is_storage_only());
+        /// # Ok::<(), dlbridge::Error>(())
+        /// ```
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum DType {
             $(#[doc = concat!("`", $name, "` (PyTorch's `", $torch, "`).")] $v,)*

@@ -282,7 +282,17 @@ impl Tensor {
         })
     }
 
-    /// Another view of the same memory.
+    /// Another view of the same memory, under `layout` (unchecked: use
+    /// [`from_parts`](Tensor::from_parts) for a layout from elsewhere).
+    ///
+    /// ```
+    /// use dlbridge::{Layout, Tensor};
+    /// let t = Tensor::from_vec(vec![1u16, 2, 3, 4], &[4])?;
+    /// let pairs = t.with_layout(Layout::contiguous(vec![2, 2], 2));
+    /// assert_eq!(pairs.to_vec::<u16>()?, vec![1, 2, 3, 4]);
+    /// assert!(pairs.may_overlap(&t));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn with_layout(&self, layout: Layout) -> Tensor {
         Tensor {
             storage: self.storage.clone(),
@@ -581,6 +591,13 @@ impl Tensor {
 
     /// Every element in row-major order, as [`Scalar`]s (any dtype; for one
     /// Rust type, [`to_vec`](Tensor::to_vec) is faster).
+    ///
+    /// ```
+    /// use dlbridge::{Scalar, Tensor};
+    /// let t = Tensor::from_vec(vec![true, false], &[2])?;
+    /// assert_eq!(t.to_scalars()?, vec![Scalar::Bool(true), Scalar::Bool(false)]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
         if self.dtype == DType::F4E2M1FNX2 {
             bail!(

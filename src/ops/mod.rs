@@ -9,6 +9,20 @@
 //! - `range.rs`: `arange`, `eye`;
 //! - `derived.rs`: `all`, `any`, `argmax`, `argmin`, `conj_physical`, from the ops above;
 //! - `index.rs`: advanced indexing (index tensors, masks), read and write.
+//!
+//! The methods of [`Tensor`] (`a.add(&b)`, `a.sum()`) call these; the free
+//! functions take every argument PyTorch's do:
+//!
+//! ```
+//! use dlbridge::{BinaryOp, Tensor, ops};
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let b = ops::binary((&a).into(), 1.into(), BinaryOp::Add)?;
+//! let s = ops::sum(&b, Some(&[0]), true, None)?;
+//! assert_eq!((s.shape(), s.to_vec::<f32>()?), (&[1, 2][..], vec![6.0, 8.0]));
+//! let r = ops::arange(0.into(), 5.into(), 2.into(), None, dlbridge::Device::CPU)?;
+//! assert_eq!(r.to_vec::<i64>()?, vec![0, 2, 4]);
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
 
 mod arith;
 mod derived;

@@ -10,6 +10,19 @@
 //! changes under every view of it, and its previous memory stays alive until
 //! the storage drops, since exports and NumPy arrays made earlier still
 //! point there.
+//!
+//! A tensor's storage is shared by its clones and views:
+//!
+//! ```
+//! use dlbridge::Tensor;
+//! use std::sync::Arc;
+//! let t = Tensor::from_vec(vec![0f32; 4], &[4])?;
+//! let s = t.storage();
+//! assert_eq!((s.len(), s.is_read_only(), s.is_exclusive()), (16, false, true));
+//! let view = t.reshape(&[2, 2])?;
+//! assert!(Arc::ptr_eq(view.storage(), t.storage()));
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
 
 mod count;
 mod host;
