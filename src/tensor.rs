@@ -282,18 +282,12 @@ impl Tensor {
         })
     }
 
-    /// Another view of the same memory, under `layout` (unchecked: use
-    /// [`from_parts`](Tensor::from_parts) for a layout from elsewhere).
-    ///
-    /// ```
-    /// use dlbridge::{Layout, Tensor};
-    /// let t = Tensor::from_vec(vec![1u16, 2, 3, 4], &[4])?;
-    /// let pairs = t.with_layout(Layout::contiguous(vec![2, 2], 2));
-    /// assert_eq!(pairs.to_vec::<u16>()?, vec![1, 2, 3, 4]);
-    /// assert!(pairs.may_overlap(&t));
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn with_layout(&self, layout: Layout) -> Tensor {
+    /// Another view of the same memory, under `layout`, unchecked: crate
+    /// code passes layouts it derived from this tensor's. (Public callers
+    /// use [`from_parts`](Tensor::from_parts), which checks the layout
+    /// stays inside the storage: an unchecked one would let safe code read
+    /// out of bounds.)
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
         Tensor {
             storage: self.storage.clone(),
             layout,
@@ -334,6 +328,14 @@ impl Tensor {
 
     /// Does any byte of `self` possibly coincide with a byte of `other`?
     /// Compares addresses, not storages: two imports of one buffer overlap too.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u16, 2, 3, 4], &[4])?;
+    /// assert!(t.reshape(&[2, 2])?.may_overlap(&t));
+    /// assert!(!t.clone_data()?.may_overlap(&t));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn may_overlap(&self, other: &Tensor) -> bool {
         let (a, b) = (self.byte_range(), other.byte_range());
         self.device() == other.device() && a.0 < b.1 && b.0 < a.1
