@@ -330,6 +330,15 @@ impl DType {
     /// Reads a DLPack dtype, refusing vector lanes and types dlbridge does
     /// not have. float6 and float4 with one lane read as padded (one value
     /// per byte); the importer turns packed float4 into pairs.
+    ///
+    /// ```
+    /// use dlbridge::{DType, ffi::{DLDataType, DLDataTypeCode}};
+    /// let dt = DLDataType { code: DLDataTypeCode::FLOAT, bits: 16, lanes: 1 };
+    /// assert_eq!(DType::from_dlpack(dt)?, DType::F16);
+    /// assert_eq!(DType::F16.to_dlpack().bits, 16);
+    /// assert!(DType::from_dlpack(DLDataType { lanes: 4, ..dt }).is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn from_dlpack(dt: DLDataType) -> Result<DType> {
         let found = DType::ALL.into_iter().find(|d| {
             let want = d.to_dlpack();
@@ -358,6 +367,13 @@ impl DType {
     }
 
     /// `torch.promote_types`: the smallest dtype both values fit in.
+    ///
+    /// ```
+    /// use dlbridge::DType;
+    /// assert_eq!(DType::promote(DType::U8, DType::I8)?, DType::I16);
+    /// assert_eq!(DType::promote(DType::BF16, DType::F16)?, DType::F32);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn promote(a: DType, b: DType) -> Result<DType> {
         use Category::*;
         if a == b {
@@ -410,6 +426,13 @@ impl DType {
 
     /// `torch.can_cast`: may a value of `from` be written into `to` without
     /// losing its kind (complex to real, float to integer, number to bool)?
+    ///
+    /// ```
+    /// use dlbridge::DType;
+    /// assert!(DType::can_cast(DType::I64, DType::F32));
+    /// assert!(!DType::can_cast(DType::F32, DType::I64)); // no float into an int in place
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn can_cast(from: DType, to: DType) -> bool {
         from.category() <= to.category()
     }

@@ -139,6 +139,12 @@ impl Error {
     }
 
     /// The error every CUDA request gets on a machine without a usable device.
+    ///
+    /// ```
+    /// use dlbridge::{Error, ErrorKind};
+    /// assert_eq!(Error::no_cuda("cuda:0").kind(), ErrorKind::NoCuda);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn no_cuda(device: impl std::fmt::Display) -> Self {
         Error::new(
             ErrorKind::NoCuda,

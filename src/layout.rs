@@ -288,6 +288,13 @@ fn offset_by(offset: usize, delta: isize) -> usize {
 }
 
 /// The shape two operands broadcast to, with PyTorch's message on mismatch.
+///
+/// ```
+/// use dlbridge::broadcast_shapes;
+/// assert_eq!(broadcast_shapes(&[3, 1], &[4])?, vec![3, 4]);
+/// assert!(broadcast_shapes(&[3], &[4]).is_err());
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = zeros(n);

@@ -68,6 +68,13 @@ impl Scalar {
     /// Refuses integers (and floats) outside an integer dtype's range, as
     /// PyTorch does when creating or filling tensors; `type_name` is the name
     /// PyTorch's message uses at that call site.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Scalar};
+    /// assert!(Scalar::Int(255).check_fits(DType::U8, "uint8").is_ok());
+    /// assert!(Scalar::Int(256).check_fits(DType::U8, "uint8").is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn check_fits(self, dtype: DType, type_name: &str) -> crate::Result<()> {
         if dtype.category() != crate::Category::Integral {
             return Ok(());
@@ -98,6 +105,14 @@ impl Scalar {
 
     /// The value after a round trip through `dtype`: rounded to its
     /// precision, wrapped to its range.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Scalar};
+    /// assert_eq!(Scalar::Float(0.1).rounded_to(DType::F16), Scalar::Float(0.0999755859375));
+    /// assert_eq!(Scalar::Int(300).rounded_to(DType::U8), Scalar::Int(44));
+    /// assert_eq!(Scalar::Float(1.5).wrapped_dtype(), DType::F32);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn rounded_to(self, dtype: DType) -> Scalar {
         crate::with_element!(dtype, T => <T as crate::Element>::to_scalar(<T as crate::Element>::from_scalar(self)))
     }

@@ -10,6 +10,16 @@ use std::sync::Mutex;
 static RNG: Mutex<Option<fastrand::Rng>> = Mutex::new(None);
 
 /// Reseeds the generator behind `rand` and `rand_like`.
+///
+/// ```standalone_crate
+/// // (its own process: other examples draw from the same generator)
+/// use dlbridge::{DType, Device, Tensor, manual_seed};
+/// manual_seed(7);
+/// let a = Tensor::rand(&[4], DType::F64, Device::CPU)?.to_vec::<f64>()?;
+/// manual_seed(7);
+/// assert_eq!(Tensor::rand(&[4], DType::F64, Device::CPU)?.to_vec::<f64>()?, a);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn manual_seed(seed: u64) {
     *RNG.lock().unwrap_or_else(|e| e.into_inner()) = Some(fastrand::Rng::with_seed(seed));
 }

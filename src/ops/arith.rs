@@ -73,6 +73,14 @@ fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static>
 }
 
 /// `a op b` as a new tensor.
+///
+/// ```
+/// use dlbridge::{BinaryOp, Tensor, ops};
+/// let a = Tensor::from_vec(vec![1i32, 2], &[2])?;
+/// let r = ops::binary(2.5.into(), (&a).into(), BinaryOp::Sub)?; // 2.5 - a
+/// assert_eq!(r.to_vec::<f32>()?, vec![1.5, 0.5]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let (lifted_a, lifted_b) = lift_pair(a, b)?;
     let a = lifted_a.as_ref().map_or(a, Operand::Tensor);
@@ -155,6 +163,15 @@ fn check_writes_back(dtype: DType, dst: &Tensor) -> Result<()> {
 }
 
 /// `dst op= b`, writing into dst's memory (PyTorch's `add_` and `+=`).
+///
+/// ```
+/// use dlbridge::{BinaryOp, Tensor, ops};
+/// let a = Tensor::from_vec(vec![1i32, 2], &[2])?;
+/// ops::binary_(&a, 3.into(), BinaryOp::Mul)?;
+/// assert_eq!(a.to_vec::<i32>()?, vec![3, 6]);
+/// assert!(ops::binary_(&a, 0.5.into(), BinaryOp::Mul).is_err()); // float into int
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let lifted = match b {
         Operand::Tensor(t) => lift_cpu_scalar(t, &Operand::Tensor(dst))?,
@@ -201,6 +218,13 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
 }
 
 /// `-a`.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?;
+/// assert_eq!(ops::neg(&a)?.to_vec::<f32>()?, vec![-1.0, 2.0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn neg(a: &Tensor) -> Result<Tensor> {
     if a.dtype() == DType::Bool {
         bail!(
@@ -216,6 +240,13 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
 }
 
 /// `|a|`: the magnitude, a real tensor for complex input; refused for bool.
+///
+/// ```
+/// use dlbridge::{Tensor, ops, num_complex::Complex32};
+/// let z = Tensor::from_vec(vec![Complex32::new(3.0, 4.0)], &[1])?;
+/// assert_eq!(ops::abs(&z)?.to_vec::<f32>()?, vec![5.0]); // a real result
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn abs(a: &Tensor) -> Result<Tensor> {
     if a.dtype() == DType::Bool {
         bail!(
@@ -232,6 +263,14 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
 
 /// `op(a)` for a unary op of the table: a new tensor of the dtype the op's
 /// promotion gives (integers and bools become float for `exp`).
+///
+/// ```
+/// use dlbridge::{DType, Tensor, UnaryOp, ops};
+/// let a = Tensor::from_vec(vec![4i64], &[1])?;
+/// let r = ops::unary(&a, UnaryOp::Sqrt)?;
+/// assert_eq!((r.dtype(), r.to_vec::<f32>()?), (DType::F32, vec![2.0]));
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
     let dtype = op.promotion().apply(a.dtype());
     check_computable(op.name(), dtype, a.device())?;
@@ -243,6 +282,14 @@ pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
 
 /// `dst = op(dst)` in dst's memory (`exp_()`): refused where the op's
 /// dtype cannot be cast back to dst's, as PyTorch does.
+///
+/// ```
+/// use dlbridge::{Tensor, UnaryOp, ops};
+/// let a = Tensor::from_vec(vec![4.0f64], &[1])?;
+/// ops::unary_(&a, UnaryOp::Sqrt)?;
+/// assert_eq!(a.to_vec::<f64>()?, vec![2.0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn unary_(dst: &Tensor, op: UnaryOp) -> Result<()> {
     let dtype = op.promotion().apply(dst.dtype());
     check_computable(op.name(), dtype, dst.device())?;
@@ -256,6 +303,14 @@ pub fn unary_(dst: &Tensor, op: UnaryOp) -> Result<()> {
 
 /// `a op b` for a comparison, as a bool tensor: both sides promoted to
 /// their result type (a number rounded to it, as PyTorch does), broadcast.
+///
+/// ```
+/// use dlbridge::{CompareOp, Tensor, ops};
+/// let a = Tensor::from_vec(vec![1u8, 5], &[2])?;
+/// let m = ops::compare((&a).into(), 3.into(), CompareOp::Lt)?;
+/// assert_eq!(m.to_vec::<bool>()?, vec![true, false]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
     let (lifted_a, lifted_b) = lift_pair(a, b)?;
     let a = lifted_a.as_ref().map_or(a, Operand::Tensor);

@@ -10,11 +10,25 @@ use crate::{BinaryOp, CompareOp, DType, Result, Scalar, Tensor, bail};
 
 /// `all(dim=None, keepdim=False)`: whether every element is non-zero (NaN
 /// counts as non-zero); bool, or uint8 for uint8 input, as PyTorch.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1i32, 0, 2, 3], &[2, 2])?;
+/// assert_eq!(ops::all(&a, Some(&[1]), false)?.to_vec::<bool>()?, vec![false, true]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn all(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     truth(a, dims, keepdim, CompareOp::Eq, CompareOp::Eq)
 }
 
 /// `any(dim=None, keepdim=False)`: whether some element is non-zero.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![0u8, 0, 2, 0], &[2, 2])?;
+/// assert_eq!(ops::any(&a, Some(&[0]), false)?.to_vec::<u8>()?, vec![1, 0]); // uint8 in, uint8 out
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn any(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     truth(a, dims, keepdim, CompareOp::Ne, CompareOp::Gt)
 }
@@ -39,11 +53,25 @@ fn truth(
 
 /// `argmax(dim=None, keepdim=False)`: int64 positions of the largest values
 /// (the first of equals; NaN wins); without `dim`, in the flattened tensor.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1.0f32, 5.0, 2.0], &[3])?;
+/// assert_eq!(ops::argmax(&a, None, false)?.to_vec::<i64>()?, vec![1]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn argmax(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     arg("argmax", a, dim, keepdim, max_dim)
 }
 
 /// `argmin(dim=None, keepdim=False)`.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1.0f32, 5.0, 0.5], &[3])?;
+/// assert_eq!(ops::argmin(&a, Some(0), true)?.to_vec::<i64>()?, vec![2]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn argmin(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     arg("argmin", a, dim, keepdim, min_dim)
 }
@@ -73,6 +101,13 @@ fn arg(
 
 /// `conj_physical()`: a copy with the imaginary parts negated; real tensors
 /// come back as they are (PyTorch's `conj` of a real tensor is itself).
+///
+/// ```
+/// use dlbridge::{Tensor, ops, num_complex::Complex64};
+/// let z = Tensor::from_vec(vec![Complex64::new(1.0, 2.0)], &[1])?;
+/// assert_eq!(ops::conj_physical(&z)?.to_vec::<Complex64>()?, vec![Complex64::new(1.0, -2.0)]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn conj_physical(a: &Tensor) -> Result<Tensor> {
     if !a.dtype().is_complex() {
         return Ok(a.clone());

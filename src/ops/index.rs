@@ -34,6 +34,15 @@ struct Indices {
 }
 
 /// `view[indices]`: a fresh contiguous tensor on the view's device.
+///
+/// ```
+/// use dlbridge::{Tensor, ops::{AdvancedIndex, index_gather}};
+/// let t = Tensor::from_vec(vec![10i32, 20, 30], &[3])?;
+/// let index = Tensor::from_vec(vec![2i64, 0, 2], &[3])?;
+/// let picked = index_gather(&t, &[AdvancedIndex { dim: 0, index }])?;
+/// assert_eq!(picked.to_vec::<i32>()?, vec![30, 10, 30]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn index_gather(view: &Tensor, indices: &[AdvancedIndex]) -> Result<Tensor> {
     let host = view.to_device(Device::CPU)?;
     let plan = Plan::new(&host, indices)?;
@@ -55,6 +64,15 @@ pub fn index_gather(view: &Tensor, indices: &[AdvancedIndex]) -> Result<Tensor> 
 
 /// `view[indices] = value`: `value` (same dtype, or a 0-d tensor of a number)
 /// broadcast to the indexed shape. Repeated indices: the last write wins.
+///
+/// ```
+/// use dlbridge::{Tensor, ops::{AdvancedIndex, index_put}};
+/// let t = Tensor::from_vec(vec![10i32, 20, 30], &[3])?;
+/// let mask = Tensor::from_vec(vec![true, false, true], &[3])?;
+/// index_put(&t, &[AdvancedIndex { dim: 0, index: mask }], &Tensor::from_vec(vec![0i32], &[])?)?;
+/// assert_eq!(t.to_vec::<i32>()?, vec![0, 20, 0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn index_put(view: &Tensor, indices: &[AdvancedIndex], value: &Tensor) -> Result<()> {
     view.ensure_writable()?;
     let host = view.to_device(Device::CPU)?;

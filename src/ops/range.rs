@@ -4,6 +4,13 @@ use super::check_computable;
 use crate::{DType, Device, Result, Scalar, Tensor, bail};
 
 /// `arange(start, end, step)`: integers when every bound is an integer.
+///
+/// ```
+/// use dlbridge::{DType, Device, ops};
+/// let r = ops::arange(0.into(), 1.into(), 0.25.into(), None, Device::CPU)?;
+/// assert_eq!((r.dtype(), r.to_vec::<f32>()?), (DType::F32, vec![0.0, 0.25, 0.5, 0.75]));
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn arange(
     start: Scalar,
     end: Scalar,
@@ -49,6 +56,13 @@ pub fn arange(
 }
 
 /// The identity matrix (`eye(n, m)`).
+///
+/// ```
+/// use dlbridge::{DType, Device, ops};
+/// let i = ops::eye(2, Some(3), DType::U8, Device::CPU)?;
+/// assert_eq!(i.to_vec::<u8>()?, vec![1, 0, 0, 0, 1, 0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn eye(n: usize, m: Option<usize>, dtype: DType, device: Device) -> Result<Tensor> {
     let m = m.unwrap_or(n);
     let t = Tensor::zeros(&[n, m], dtype, device)?;

@@ -83,6 +83,14 @@ fn run(
 }
 
 /// `sum(dim=None, keepdim=False, *, dtype=None)`.
+///
+/// ```
+/// use dlbridge::{DType, Tensor, ops};
+/// let a = Tensor::from_vec(vec![true, true, false], &[3])?;
+/// assert_eq!(ops::sum(&a, None, false, None)?.to_vec::<i64>()?, vec![2]);
+/// assert_eq!(ops::sum(&a, None, false, Some(DType::F32))?.to_vec::<f32>()?, vec![2.0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn sum(
     a: &Tensor,
     dims: Option<&[i64]>,
@@ -104,6 +112,13 @@ pub fn sum(
 }
 
 /// `mean(dim=None, keepdim=False, *, dtype=None)`; floating and complex only.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+/// assert_eq!(ops::mean(&a, Some(&[0]), false, None)?.to_vec::<f32>()?, vec![2.0, 3.0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn mean(
     a: &Tensor,
     dims: Option<&[i64]>,
@@ -199,31 +214,75 @@ fn extreme_values(
 }
 
 /// `max()`: the largest element as a zero-dim tensor (NaN wins).
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![1.0f32, f32::NAN], &[2])?;
+/// assert!(ops::max(&a)?.to_vec::<f32>()?[0].is_nan()); // NaN wins
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn max(a: &Tensor) -> Result<Tensor> {
     extreme_all("max", a, ReduceOp::Max)
 }
 
 /// `min()`: the smallest element as a zero-dim tensor (NaN wins).
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(Vec::<f32>::new(), &[0])?;
+/// assert!(ops::min(&a).is_err()); // no elements
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn min(a: &Tensor) -> Result<Tensor> {
     extreme_all("min", a, ReduceOp::Min)
 }
 
 /// `max(dim, keepdim=False)`: values and indices.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![3i32, 9, 9, 1], &[2, 2])?;
+/// let r = ops::max_dim(&a, 1, true)?;
+/// assert_eq!((r.values.to_vec::<i32>()?, r.indices.to_vec::<i64>()?), (vec![9, 9], vec![1, 0]));
+/// assert_eq!(r.values.shape(), &[2, 1]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn max_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<Reduced> {
     extreme_dim("max", a, dim, keepdim, ReduceOp::Max)
 }
 
 /// `min(dim, keepdim=False)`: values and indices.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![3i32, 9, 9, 1], &[2, 2])?;
+/// assert_eq!(ops::min_dim(&a, 0, false)?.indices.to_vec::<i64>()?, vec![0, 1]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn min_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<Reduced> {
     extreme_dim("min", a, dim, keepdim, ReduceOp::Min)
 }
 
 /// `amax(dim=(), keepdim=False)`: values only, over any dimensions.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![3i32, 9, 7, 1], &[2, 2])?;
+/// assert_eq!(ops::amax(&a, Some(&[0]), false)?.to_vec::<i32>()?, vec![7, 9]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn amax(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     extreme_values("amax", a, dims, keepdim, ReduceOp::Max)
 }
 
 /// `amin(dim=(), keepdim=False)`: values only, over any dimensions.
+///
+/// ```
+/// use dlbridge::{Tensor, ops};
+/// let a = Tensor::from_vec(vec![3i32, 9, 7, 1], &[2, 2])?;
+/// assert_eq!(ops::amin(&a, None, false)?.to_vec::<i32>()?, vec![1]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
 pub fn amin(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     extreme_values("amin", a, dims, keepdim, ReduceOp::Min)
 }

@@ -139,6 +139,18 @@ impl Storage {
     /// # Safety
     /// `ptr..ptr + len` must stay valid (and writable unless `read_only`) on
     /// `device` for as long as `owner` lives.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Device, Layout, Tensor, storage::{Owner, Storage}};
+    /// use std::sync::Arc;
+    /// let mut bytes = vec![1u8, 2, 3, 4];
+    /// let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    /// // SAFETY: the Vec's buffer lives in the owner, as long as the storage.
+    /// let s = unsafe { Storage::from_raw(ptr, len, Device::CPU, false, Owner::External(Box::new(bytes))) };
+    /// let t = Tensor::from_parts(Arc::new(s), Layout::contiguous(vec![2], 2), DType::U16)?;
+    /// assert_eq!(t.to_vec::<u16>()?, vec![u16::from_ne_bytes([1, 2]), u16::from_ne_bytes([3, 4])]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub unsafe fn from_raw(
         ptr: *mut u8,
         len: usize,
@@ -168,6 +180,14 @@ impl Storage {
     }
 
     /// A new host buffer of `len` bytes, zeroed or left uninitialised.
+    ///
+    /// ```
+    /// use dlbridge::storage::Storage;
+    /// let s = Storage::new_host(100, true)?;
+    /// assert_eq!((s.len(), s.as_ptr() as usize % 64), (100, 0));
+    /// assert!(s.is_exclusive());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn new_host(len: usize, zeroed: bool) -> crate::Result<Storage> {
         let buffer = HostBuffer::new(len, zeroed)?;
         let ptr = buffer.as_ptr();

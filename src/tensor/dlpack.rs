@@ -132,6 +132,14 @@ impl Tensor {
     /// without copying; the consumer calls its `deleter` exactly once. The
     /// legacy ABI cannot say "read-only", so a read-only tensor is refused
     /// (`InvalidTensor`), as NumPy refuses it; so are padded sub-byte dtypes.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let raw = Tensor::from_vec(vec![1u8], &[1])?.into_raw_legacy()?;
+    /// // SAFETY: a fresh export we own; its deleter is called once.
+    /// unsafe { ((*raw).deleter.unwrap())(raw) };
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn into_raw_legacy(self) -> Result<*mut DLManagedTensor> {
         export_legacy(&self)
     }
