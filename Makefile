@@ -91,6 +91,7 @@ fuzz: tools $(STAMP)
 test-rust:
 	cargo test
 	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
+	cargo test --features pyo3 --doc python      # the pyo3 layer's examples compile
 
 ## example-pyo3: build examples/pyo3-scale (an extension of another crate over the pyo3 layer) into the virtualenv
 example-pyo3: $(DEMO_STAMP)

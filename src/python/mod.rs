@@ -15,7 +15,8 @@
 //! ```no_run
 //! use dlbridge::python::{TensorArg, TensorArgMut, TensorOut};
 //! use dlbridge::{BinaryOp, Scalar, ops};
-//! //!
+//! use pyo3::prelude::*;
+//!
 //! #[pyfunction]
 //! fn scale(x: TensorArg, k: f64) -> PyResult<TensorOut> {
 //!     Ok(ops::binary((&*x).into(), Scalar::Float(k).into(), BinaryOp::Mul)?.into())
