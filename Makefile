@@ -12,7 +12,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP  := $(VENV)/.installed-dev
 STAMP      := $(DEV_STAMP)
 
-.PHONY: help demo build-debuginfo test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
+.PHONY: help demo build-debuginfo example-pyo3 test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
 $(VENV)/bin/python:
 	@echo "==> creating the virtualenv $(VENV)"
@@ -87,15 +87,20 @@ fuzz: tools $(STAMP)
 	cd fuzz && $(FUZZ_ENV) ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run capsule ../target/fuzz-new/capsule corpus/capsule corpus/import -- \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
-## test-rust: cargo test (unit, integration and doc tests), the header check, the C-producer example, cargo doc
+## test-rust: cargo test (unit, integration and doc tests), the header check, the pyo3 layer's examples, the C-producer example, cargo doc
 test-rust:
 	cargo test
 	cargo test --features capi --test c_header   # include/dlbridge.h must match src/capi/
+	cargo test --features pyo3 --doc python      # the pyo3 layer's examples compile
 	cargo run --example c_producer               # exits non-zero unless the producer's deleter ran once
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q
 
-## test-python: pytest on tests/python (the C ABI suite included)
-test-python: $(DEV_STAMP) build
+## example-pyo3: build examples/pyo3-scale (an extension of another crate over the pyo3 layer) into the virtualenv
+example-pyo3: $(DEMO_STAMP)
+	$(VENV)/bin/maturin develop -q -m examples/pyo3-scale/Cargo.toml
+
+## test-python: pytest on tests/python (the C ABI suite and the pyo3 example included)
+test-python: $(DEV_STAMP) build example-pyo3
 	$(PY) -m pytest tests/python -q -ra
 
 ## test-asan: the Python suite against an AddressSanitizer build of the extension

@@ -1,19 +1,19 @@
 //! Argument parsing: how the arguments PyTorch's API takes become core
 //! values. Sizes (`f(2, 3)` or `f((2, 3))`) and dimensions, Python and NumPy
-//! numbers, the right-hand side of an operator, the forms of `to()` with its
-//! keywords, and a factory's `dtype=`/`device=`.
+//! numbers, the forms of `to()` with its keywords, and a factory's
+//! `dtype=`/`device=`. (Tensor arguments: `arg.rs`.)
 //!
-//! Layer: above `tensor` and `numpy` (a tensor or an ndarray is a valid
-//! argument), below every module that implements a method.
+//! Layer: above `tensor` (`to(other)` reads a tensor's placement), below
+//! every module that implements a method.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::device::{extract_device, extract_opt_device};
 use super::dtype::{PyDType, extract_opt_dtype, foreign_dtype};
 use super::errors::type_name;
 use super::tensor::PyTensor;
-use crate::{DType, Device, Scalar, Tensor};
+use crate::{DType, Device, Scalar};
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -120,33 +120,6 @@ fn int_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     Err(PyRuntimeError::new_err(format!(
         "Overflow when unpacking long: {ob} does not fit in 64 bits"
     )))
-}
-
-// ----- operands -----
-
-/// The right-hand side of an arithmetic operator or an in-place write.
-pub(crate) enum Rhs {
-    /// A tensor (a dlbridge one, with its `requires_grad`, or an ndarray's memory).
-    Tensor(Tensor, bool),
-    Scalar(Scalar),
-}
-
-/// `ob` as an operand, or `None` (NotImplemented) for what dlbridge does not know.
-pub(crate) fn rhs(ob: &Bound<'_, PyAny>) -> PyResult<Option<Rhs>> {
-    if let Ok(t) = ob.cast::<PyTensor>() {
-        let t = t.get();
-        return Ok(Some(Rhs::Tensor(t.inner.clone(), t.requires_grad())));
-    }
-    if let Some(s) = to_scalar(ob)? {
-        return Ok(Some(Rhs::Scalar(s)));
-    }
-    if super::numpy::is_ndarray(ob) {
-        return Ok(Some(Rhs::Tensor(
-            super::numpy::tensor_from_ndarray(ob)?,
-            false,
-        )));
-    }
-    Ok(None)
 }
 
 // ----- placement -----

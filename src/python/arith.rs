@@ -6,10 +6,11 @@
 //! Layer: above `args` (operands) and `creation` (`copy_` takes any data
 //! `tensor()` takes); only `methods` uses it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
-use super::args::{Rhs, rhs, to_scalar};
+use super::arg::{Producers, Rhs, Value, read, rhs};
+use super::args::to_scalar;
 use super::creation::tensor_from_data;
 use super::dtype::extract_opt_dtype;
 use super::errors::{IntoPyResult, type_name, warn_if_imaginary_dropped};
@@ -97,15 +98,13 @@ pub(crate) fn binary_inplace(
     op: BinaryOp,
 ) -> PyResult<()> {
     this.check_inplace()?;
-    if rhs(other)?.is_none() {
+    let Some(r) = rhs(other)? else {
         refuse_foreign(other, op.name(), false)?;
-    }
-    let r = rhs(other)?.ok_or_else(|| {
-        PyTypeError::new_err(format!(
+        return Err(PyTypeError::new_err(format!(
             "unsupported operand type for in-place arithmetic: '{}'",
             type_name(other)
-        ))
-    })?;
+        )));
+    };
     let dst = &this.inner;
     match r {
         Rhs::Tensor(b, _) => {
@@ -133,12 +132,10 @@ pub(crate) fn copy_<'py>(
     let this = slf.get();
     this.check_inplace()?;
     let py = slf.py();
-    let src = match rhs(src)? {
-        Some(Rhs::Tensor(t, _)) => t,
-        Some(Rhs::Scalar(s)) => {
-            Tensor::full(&[], s, this.inner.dtype(), this.inner.device()).py()?
-        }
-        None => tensor_from_data(py, src, None, None)?,
+    let src = match read(src, Producers::Import)? {
+        Value::Tensor { tensor, .. } => tensor,
+        Value::Scalar(s) => Tensor::full(&[], s, this.inner.dtype(), this.inner.device()).py()?,
+        Value::Other => tensor_from_data(py, src, None, None)?,
     };
     let dst = &this.inner;
     warn_if_imaginary_dropped(py, src.dtype(), dst.dtype())?;

@@ -6,9 +6,10 @@
 //! Layer: above `creation` (the copies) and `dlpack_import`; only `mod.rs`
 //! uses it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, asarray, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
+use super::arg::{Producers, Value, read};
 use super::creation::tensor_from_data;
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
@@ -54,17 +55,14 @@ fn asarray<'py>(
 /// `requires_grad`, an ndarray, a DLPack producer), or `None` for data that
 /// has none (lists, numbers).
 fn existing(data: &Bound<'_, PyAny>) -> PyResult<Option<(Tensor, bool)>> {
-    if let Ok(t) = data.cast::<PyTensor>() {
-        return Ok(Some((t.get().inner.clone(), t.get().requires_grad())));
-    }
-    if super::numpy::is_ndarray(data) {
-        return Ok(Some((super::numpy::tensor_from_ndarray(data)?, false)));
-    }
-    let is_number = super::args::to_scalar(data)?.is_some();
-    if !is_number && data.hasattr(pyo3::intern!(data.py(), "__dlpack__"))? {
-        return Ok(Some((super::dlpack_import::import_object(data)?.0, false)));
-    }
-    Ok(None)
+    Ok(match read(data, Producers::Import)? {
+        Value::Tensor {
+            tensor,
+            requires_grad,
+            ..
+        } => Some((tensor, requires_grad)),
+        Value::Scalar(_) | Value::Other => None,
+    })
 }
 
 fn convert<'py>(

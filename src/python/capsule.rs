@@ -7,8 +7,8 @@
 //! Layer: a leaf; it knows nothing else of `python/`. `dlpack_export` makes
 //! capsules with it, `dlpack_import` and `exchange_api` take them.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use dlpark::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlpark::{Managed, ManagedTensorBase};

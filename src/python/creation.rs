@@ -5,10 +5,11 @@
 //! Layer: above the readers of data (`numpy`, `nested`, `dlpack_import`);
 //! `arith` and `index` use `tensor_from_data`, `methods` the constructor.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
-use super::args::{check_sizes, number, parse_size, placement, size_values, to_scalar};
+use super::arg::{Producers, Value, read};
+use super::args::{check_sizes, number, parse_size, placement, size_values};
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
 use super::errors::IntoPyResult;
@@ -66,17 +67,8 @@ pub(crate) fn tensor_from_data(
     dtype: Option<DType>,
     device: Option<Device>,
 ) -> PyResult<Tensor> {
-    let source = if let Ok(t) = data.cast::<PyTensor>() {
-        Some(t.get().inner.clone())
-    } else if super::numpy::is_ndarray(data) {
-        Some(super::numpy::tensor_from_ndarray(data)?)
-    } else if to_scalar(data)?.is_none() && data.hasattr(pyo3::intern!(py, "__dlpack__"))? {
-        Some(super::dlpack_import::import_object(data)?.0)
-    } else {
-        None
-    };
-    let fresh = match source {
-        Some(src) => {
+    let fresh = match read(data, Producers::Import)? {
+        Value::Tensor { tensor: src, .. } => {
             let dt = dtype.unwrap_or(src.dtype());
             let n = src.numel();
             maybe_detach(py, n, || -> crate::Result<Tensor> {
@@ -86,7 +78,7 @@ pub(crate) fn tensor_from_data(
             })
             .py()?
         }
-        None => tensor_from_parsed(&parse_nested(data)?, dtype).py()?,
+        Value::Scalar(_) | Value::Other => tensor_from_parsed(&parse_nested(data)?, dtype).py()?,
     };
     match device {
         Some(d) if !d.is_cpu() => fresh.to_device(d).py(),

@@ -3,8 +3,8 @@
 //!
 //! Layer: above `device` and `tensor`; `methods` and `mod.rs` use it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::device::extract_opt_device;
 use super::errors::IntoPyResult;

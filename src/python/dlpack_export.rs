@@ -12,8 +12,8 @@
 //! table and the export counters); `methods` and `mod.rs` (which installs
 //! `__dlpack__`) use it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::capsule::{self, Abi};
 use super::errors::{IntoPyResult, type_name};
@@ -31,17 +31,37 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 use std::ffi::CStr;
 
-/// `Tensor.__dlpack__(*, stream, max_version, dl_device, copy)` per the DLPack Python spec.
+/// `__dlpack__(*, stream, max_version, dl_device, copy)` per the DLPack
+/// Python spec, for `Tensor` and the pyo3 layer's `TensorOut`: the keywords
+/// as given (`None` for absent ones), checked here.
+pub(crate) fn dlpack_keywords(
+    py: Python<'_>,
+    t: &Tensor,
+    requires_grad: bool,
+    [stream, max_version, dl_device, copy]: [Option<Borrowed<'_, '_, PyAny>>; 4],
+) -> PyResult<Py<PyAny>> {
+    let max_version = max_version
+        .filter(|v| !v.is_none())
+        .map(read_max_version)
+        .transpose()?;
+    let dl_device = dl_device
+        .filter(|v| !v.is_none())
+        .map(|v| pair(v, "dl_device must be a tuple of two integers"))
+        .transpose()?;
+    let copy = copy.filter(|v| !v.is_none()).map(copy_flag).transpose()?;
+    dlpack(py, t, requires_grad, stream, max_version, dl_device, copy)
+}
+
 fn dlpack(
     py: Python<'_>,
-    this: &PyTensor,
+    t: &Tensor,
+    requires_grad: bool,
     stream: Option<Borrowed<'_, '_, PyAny>>,
     max_version: Option<(u32, u32)>,
     dl_device: Option<(i32, i32)>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyAny>> {
-    let t = &this.inner;
-    if this.requires_grad() {
+    if requires_grad {
         return Err(PyBufferError::new_err(
             "Can't export tensors that require gradient, use tensor.detach()",
         ));
@@ -220,12 +240,7 @@ Exports the tensor as a DLPack capsule (the DLPack Python protocol).";
     fn call(py: Python<'_>, slf: *mut ffi::PyObject, args: Args<'_, '_>) -> PyResult<Py<PyAny>> {
         // SAFETY: the method descriptor checked that `slf` is a live Tensor.
         let slf = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>() };
-        let [stream, max_version, dl_device, copy] = args.keywords;
-        let max_version = max_version.map(read_max_version).transpose()?;
-        let dl_device = dl_device
-            .map(|v| pair(v, "dl_device must be a tuple of two integers"))
-            .transpose()?;
-        let copy = copy.map(copy_flag).transpose()?;
-        dlpack(py, slf.get(), stream, max_version, dl_device, copy)
+        let this = slf.get();
+        dlpack_keywords(py, &this.inner, this.requires_grad(), args.keywords)
     }
 }

@@ -1,23 +1,20 @@
-//! The DLPack consumer: `from_dlpack` and the import of any DLPack producer
-//! (`import_object`, also used by `tensor()`). A producer whose type
-//! publishes a C exchange API table is imported through it; any other is
-//! asked for a capsule with `__dlpack__` (the newest keywords first, fewer
-//! on `TypeError`), which is consumed (see `capsule.rs`); the foreign tensor
-//! is validated by the core before it is trusted.
+//! The DLPack consumer: the import of any DLPack producer or capsule
+//! (`try_import`). A producer whose type publishes a C exchange API table
+//! is imported through it (with the CUDA stream handshake the table offers);
+//! any other is asked for a capsule with `__dlpack__` (the newest keywords
+//! first, fewer on `TypeError`; `stream=1` for CUDA producers), which is
+//! consumed (see `capsule.rs`); the foreign tensor is validated by the core
+//! before it is trusted.
 //!
-//! Layer: above `capsule`, `device`, `tensor` and `exchange_api` (its import
-//! counter); `creation` and `mod.rs` use it.
+//! Layer: above `capsule`, `tensor` and `exchange_api` (its import counter);
+//! only `arg` (the one routine for Python arguments) uses it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::capsule::{self, Taken};
-use super::device::extract_opt_device;
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
-use super::fastcall::{self, Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
-use super::numpy::{is_exact_ndarray, tensor_from_ndarray};
-use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
 use crate::dlpack::{export::VERSION, import::import_with};
 use crate::{Device, Tensor};
@@ -28,52 +25,14 @@ use dlpark::ffi::{
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString, PyType};
+use pyo3::types::{PyDict, PyType};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    fastcall::add_function::<FromDlpack>(m, c"from_dlpack")
-}
-
-/// `from_dlpack` as a fast entry point (see `fastcall.rs`): it is the
-/// hottest import path.
-struct FromDlpack;
-
-impl FastCall for FromDlpack {
-    const NAME: &'static str = "from_dlpack";
-    const DOC: &'static std::ffi::CStr = c"from_dlpack(x, /, *, device=None, copy=None)\n--\n\n\
-A tensor sharing the memory of any DLPack producer (or capsule), as torch.from_dlpack: \
-zero-copy unless `copy=True` or another `device` asks for a copy.";
-    const POSITIONAL: &'static [&'static str] = &["x"];
-    const KEYWORDS: &'static [&'static str] = &["device", "copy"];
-
-    fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
-        static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
-        intern_once(py, &NAMES, Self::KEYWORDS)
-    }
-
-    fn last_names() -> &'static LastRead<KeywordSlots> {
-        static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
-        &LAST
-    }
-
-    fn call(
-        py: Python<'_>,
-        _slf: *mut pyo3::ffi::PyObject,
-        args: Args<'_, '_>,
-    ) -> PyResult<Py<PyAny>> {
-        let [device, copy, ..] = args.keywords;
-        let copy = copy.map(|c| c.extract::<bool>()).transpose()?;
-        let t = from_dlpack(&args.positional[0], device.as_deref(), copy)?;
-        Ok(Py::new(py, t)?.into_any())
-    }
-}
-
 /// What `from_dlpack` says of an object that is neither a producer nor a DLPack capsule.
-fn not_a_producer(ob: &Bound<'_, PyAny>) -> PyErr {
+pub(crate) fn not_a_producer(ob: &Bound<'_, PyAny>) -> PyErr {
     PyTypeError::new_err(format!(
         "from_dlpack expects an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; got {}",
         type_name(ob)
@@ -137,16 +96,17 @@ fn is_immutable_producer(ob: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
-/// Calls the producer's `__dlpack__` as the array API standard's consumers
-/// do: with the newest keywords first, then, on `TypeError` (a producer
-/// predating them, such as ONNX Runtime's `OrtValue` or Warp's arrays, which
-/// take no `max_version`), with fewer, down to a bare `__dlpack__()`. Any
-/// other exception is the producer's own and goes back unchanged.
-fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+/// Calls the producer's `__dlpack__` method as the array API standard's
+/// consumers do: with the newest keywords first, then, on `TypeError` (a
+/// producer predating them, such as ONNX Runtime's `OrtValue` or Warp's
+/// arrays, which take no `max_version`), with fewer, down to a bare
+/// `__dlpack__()`. Any other exception is the producer's own and goes back
+/// unchanged.
+fn request_capsule<'py>(
+    ob: &Bound<'py, PyAny>,
+    method: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = ob.py();
-    let method = ob
-        .getattr(pyo3::intern!(py, "__dlpack__"))
-        .map_err(|_| not_a_producer(ob))?;
     let cuda = is_cuda_producer(ob)?;
     let mut err = match method.call((), request_kwargs(py, cuda, true)?) {
         Ok(capsule) => return Ok(capsule),
@@ -169,81 +129,41 @@ fn request_capsule<'py>(ob: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     Err(err)
 }
 
-/// Imports any DLPack producer (or capsule) as a tensor sharing its memory.
-/// Also reports whether the producer said it copied.
-pub(crate) fn import_object(ob: &Bound<'_, PyAny>) -> PyResult<(Tensor, bool)> {
-    let is_capsule = capsule::is_capsule(ob);
-    if !is_capsule && let Some(imported) = import_through_table(ob) {
-        return imported;
-    }
-    let capsule = if is_capsule {
+/// Imports `ob` as a tensor sharing its memory when it is a DLPack producer
+/// (its type's exchange table, else its `__dlpack__`) or a DLPack capsule;
+/// `None` when it is neither. Also reports whether the producer said it
+/// copied.
+pub(crate) fn try_import(ob: &Bound<'_, PyAny>) -> PyResult<Option<(Tensor, bool)>> {
+    let capsule = if capsule::is_capsule(ob) {
         ob.clone()
+    } else if let Some(imported) = import_through_table(ob) {
+        return imported.map(Some);
     } else {
-        request_capsule(ob)?
+        let Ok(method) = ob.getattr(pyo3::intern!(ob.py(), "__dlpack__")) else {
+            return Ok(None);
+        };
+        request_capsule(ob, &method)?
     };
-    match capsule::take(&capsule)?.ok_or_else(|| not_a_producer(&capsule))? {
+    let taken = capsule::take(&capsule)?.ok_or_else(|| not_a_producer(&capsule))?;
+    Ok(Some(match taken {
         Taken::Versioned(m) => {
             let flags = m.flags();
             let copied = flags.contains(DlpackFlags::IS_COPIED);
             let ro = flags.contains(DlpackFlags::READ_ONLY) || is_immutable_producer(ob);
-            Ok((import_with(m, ro).py()?, copied))
+            (import_with(m, ro).py()?, copied)
         }
         // Legacy capsules cannot carry READ_ONLY, so only they need the producer check.
-        Taken::Legacy(m) => Ok((import_with(m, is_immutable_producer(ob)).py()?, false)),
-    }
+        Taken::Legacy(m) => (import_with(m, is_immutable_producer(ob)).py()?, false),
+    }))
 }
-
-/// `from_dlpack(x, /, *, device=None, copy=None)` with the array API's meaning:
-/// zero-copy by default, `copy=True` always copies, `copy=False` never does,
-/// and `device` places the result (copying only when it differs).
-fn from_dlpack(
-    x: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
-) -> PyResult<PyTensor> {
-    let device = extract_opt_device(device)?;
-    let (t, copied) = match x.cast::<PyTensor>() {
-        // As torch.from_dlpack of a torch tensor: its __dlpack__ refuses.
-        Ok(own) if own.get().requires_grad() => return Err(requires_grad_refused()),
-        Ok(own) => (own.get().inner.clone(), false),
-        // An ndarray is read directly, as from_numpy does: the same tensor
-        // (shared memory, read-only kept) without a DLPack round trip, which
-        // costs more than the whole call (NumPy's own from_dlpack of an
-        // ndarray is that fast).
-        Err(_) if is_exact_ndarray(x) => (tensor_from_ndarray(x)?, false),
-        Err(_) => import_object(x)?,
-    };
-    if copy == Some(false) && copied {
-        return Err(PyBufferError::new_err(
-            "copy=False, but the producer made a copy",
-        ));
-    }
-    let device = match device {
-        Some(d) if !d.is_cpu() => Some(crate::backend::resolve(d).py()?),
-        other => other,
-    };
-    let placed = match device {
-        Some(d) if d != t.device() => {
-            if copy == Some(false) {
-                return Err(PyBufferError::new_err(format!(
-                    "copy=False, but moving to {d} needs a copy"
-                )));
-            }
-            t.to_device(d).py()?
-        }
-        _ if copy == Some(true) && !copied => t.clone_data().py()?,
-        _ => t,
-    };
-    Ok(PyTensor::new(placed))
-}
-
-// ----- through the producer's C exchange API table -----
 
 /// What torch's `__dlpack__` (and so NumPy's `from_dlpack`) says of a tensor
 /// that requires grad; dlbridge's own exports say the same.
-fn requires_grad_refused() -> PyErr {
+pub(crate) fn requires_grad_refused() -> PyErr {
     PyBufferError::new_err("Can't export tensors that require gradient, use tensor.detach()")
 }
+
+// ----- through the producer's C exchange API table -----
 
 /// What dlbridge knows of a producer type: its exchange table, if any, and
 /// whether its instances have a `requires_grad` attribute (torch's tensors).

@@ -3,14 +3,23 @@
 //!
 //! Layer: a leaf; every other file of `python/` may use it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use crate::{Error, PythonClass};
 use pyo3::exceptions::{
     PyBufferError, PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
+
+/// A dlbridge error as the Python exception PyTorch raises for the same
+/// mistake (the class comes from [`ErrorKind::python_class`](crate::ErrorKind::python_class)):
+/// `?` on a [`crate::Result`] inside a `#[pyfunction]` raises it.
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        to_py(e)
+    }
+}
 
 pub(crate) fn to_py(e: Error) -> PyErr {
     let message = e.message().to_owned();

@@ -12,8 +12,8 @@
 //! Layer: above `capsule` and `tensor`; `dlpack_export` and `dlpack_import`
 //! use it (the table, the counters).
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::capsule::take_managed;
 use super::errors::IntoPyResult;

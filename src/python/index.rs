@@ -4,10 +4,10 @@
 //! Layer: above `args` (the value written) and `creation` (a value may be
 //! any data `tensor()` takes); only `methods` uses it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
-use super::args::{Rhs, rhs};
+use super::arg::{Producers, Value, read};
 use super::creation::tensor_from_data;
 use super::errors::IntoPyResult;
 use super::tensor::{PyTensor, maybe_detach};
@@ -43,23 +43,23 @@ pub(crate) fn setitem(
         // As PyTorch's `index_put_`: numbers and data take the tensor's
         // dtype; a tensor must already have it.
         let dt = view.dtype();
-        let v = match rhs(value)? {
-            Some(Rhs::Scalar(s)) => Tensor::full(&[], s, dt, Device::CPU).py()?,
-            Some(Rhs::Tensor(t, _)) => t,
-            None => tensor_from_data(py, value, Some(dt), None)?,
+        let v = match read(value, Producers::Import)? {
+            Value::Scalar(s) => Tensor::full(&[], s, dt, Device::CPU).py()?,
+            Value::Tensor { tensor, .. } => tensor,
+            Value::Other => tensor_from_data(py, value, Some(dt), None)?,
         };
         return maybe_detach(py, view.numel(), || {
             ops::index_put(&view, &key.advanced, &v)
         })
         .py();
     }
-    match rhs(value)? {
-        Some(Rhs::Scalar(s)) => maybe_detach(py, view.numel(), || view.fill_(s)).py(),
-        Some(Rhs::Tensor(t, _)) => {
+    match read(value, Producers::Import)? {
+        Value::Scalar(s) => maybe_detach(py, view.numel(), || view.fill_(s)).py(),
+        Value::Tensor { tensor: t, .. } => {
             super::errors::warn_if_imaginary_dropped(py, t.dtype(), view.dtype())?;
             maybe_detach(py, view.numel(), || view.copy_(&t)).py()
         }
-        None => {
+        Value::Other => {
             let t = tensor_from_data(py, value, None, None)?;
             view.copy_(&t).py()
         }

@@ -6,8 +6,8 @@
 //!
 //! Layer: the top of the tensor layer, below only `mod.rs`.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::args::size_values;
 use super::device::PyDevice;

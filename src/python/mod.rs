@@ -1,9 +1,46 @@
-//! The `dlbridge._core` extension module: PyTorch's tensor API over the core.
+//! The pyo3 layer (feature `pyo3`): Python tensors in and out of your own
+//! pyo3 extension module, zero-copy, and the `dlbridge` Python package built
+//! on the same code.
 //!
-//! Layer: the top; it declares the files of `python/` and registers what
-//! they define. Each file depends only on files of earlier lines in this
-//! order, never on one of its own line (`tests/python/test_layering.py`
-//! fails on a cycle):
+//! - [`TensorArg`]: a `#[pyfunction]` argument that takes any DLPack
+//!   producer (torch, NumPy, JAX, CuPy, TensorFlow, `dlbridge.Tensor`, ...)
+//!   or capsule, with the protocol's negotiation done for you.
+//! - [`TensorArgMut`]: the same, refusing read-only memory, for functions
+//!   that write in place (the caller sees the edit).
+//! - [`TensorOut`]: a return value every framework's `from_dlpack` takes.
+//! - `impl From<Error> for PyErr`: `?` on a dlbridge [`Result`](crate::Result)
+//!   raises the exception class the Python package raises for it (PyTorch's
+//!   for the same mistake).
+//!
+//! ```no_run
+//! use dlbridge::python::{TensorArg, TensorArgMut, TensorOut};
+//! use dlbridge::{BinaryOp, Scalar, ops};
+//! use pyo3::prelude::*;
+//!
+//! #[pyfunction]
+//! fn scale(x: TensorArg, k: f64) -> PyResult<TensorOut> {
+//!     Ok(ops::binary((&*x).into(), Scalar::Float(k).into(), BinaryOp::Mul)?.into())
+//! }
+//!
+//! #[pyfunction]
+//! fn scale_(x: TensorArgMut, k: f64) -> PyResult<()> {
+//!     Ok(ops::binary_(&x, Scalar::Float(k).into(), BinaryOp::Mul)?)
+//! }
+//!
+//! #[pymodule]
+//! fn my_ext(m: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     m.add_function(wrap_pyfunction!(scale, m)?)?;
+//!     m.add_function(wrap_pyfunction!(scale_, m)?)
+//! }
+//! ```
+//!
+//! `examples/pyo3-scale/` is that extension as a crate, with its tests; docs/rust.md
+//! has the guide.
+//!
+//! # The files
+//!
+//! Each file depends only on files of earlier lines in this order, never on
+//! one of its own line (`tests/python/test_layering.py` fails on a cycle):
 //!
 //! ```text
 //! errors, capsule, dtype,     leaves: exceptions, raw PyCapsule calls, dtype objects,
@@ -12,11 +49,12 @@
 //!   -> tensor                 PyTensor: the pyclass, constructors, requires_grad
 //!   -> numpy                  the NumPy bridge (from_numpy, numpy(), __array__)
 //!   -> pickle                 __reduce_ex__, its reconstructor, copy and deepcopy
-//!   -> args                   argument parsing: sizes, dims, numbers, operands, to()
+//!   -> args                   argument parsing: sizes, dims, numbers, to()
 //!   -> nested, exchange_api   nested Python data; dlbridge's C exchange API table
 //!   -> dlpack_export,         the DLPack producer (__dlpack__, __dlpack_device__)
-//!      dlpack_import          the DLPack consumer (from_dlpack)
-//!   -> creation               factories and tensor_from_data
+//!      dlpack_import          the DLPack consumer (any producer or capsule)
+//!   -> arg                    the one routine for tensor arguments; from_dlpack
+//!   -> api, creation          the pyo3 layer's public types; factories and tensor_from_data
 //!   -> convert, arith,        to()/cpu()/item()/..., operators and in-place writes,
 //!      index, asarray, cuda,  t[key], as_tensor/asarray, dlbridge.cuda and __cuda_array_interface__,
 //!      sharing                share_memory_() and multiprocessing handles
@@ -25,6 +63,8 @@
 //!   -> mod.rs                 the public types
 //! ```
 
+mod api;
+mod arg;
 mod args;
 mod arith;
 mod asarray;
@@ -48,3 +88,5 @@ pub mod package;
 mod pickle;
 mod sharing;
 mod tensor;
+
+pub use api::{TensorArg, TensorArgMut, TensorOut};

@@ -5,8 +5,8 @@
 //! Layer: above `args` (numbers) and `numpy` (NumPy scalars' dtypes), used by
 //! `creation` only.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::args::{is_numpy_scalar, to_scalar};
 use super::errors::IntoPyResult;

@@ -6,8 +6,8 @@
 //! Layer: just above `tensor`; `args` (ndarray operands), `nested`,
 //! `creation` and `methods` use it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::errors::IntoPyResult;
 use super::tensor::PyTensor;
@@ -23,12 +23,6 @@ use pyo3::sync::PyOnceLock;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)
-}
-
-/// Exactly `numpy.ndarray` (not a subclass, which may export differently).
-pub(crate) fn is_exact_ndarray(ob: &Bound<'_, PyAny>) -> bool {
-    // SAFETY: PyArray_CheckExact only reads the object's type.
-    unsafe { numpy::npyffi::PyArray_CheckExact(ob.py(), ob.as_ptr()) != 0 }
 }
 
 pub(crate) fn is_ndarray(ob: &Bound<'_, PyAny>) -> bool {

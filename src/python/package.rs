@@ -19,7 +19,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     super::asarray::register(m)?;
     super::numpy::register(m)?;
     super::pickle::register(m)?;
-    super::dlpack_import::register(m)?;
+    super::arg::register(m)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(live_storages, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_current_device, m)?)?;

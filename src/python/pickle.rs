@@ -21,8 +21,8 @@
 //!
 //! Layer: above `numpy` (the bytes travel as a uint8 ndarray) and `tensor`.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::errors::IntoPyResult;
 use super::numpy::{descr_for, ndarray_over, tensor_from_ndarray};

@@ -5,8 +5,8 @@
 //! Layer: the bottom of the tensor layer; it depends only on the crate core
 //! and `errors`, and everything that takes or makes tensors sits above it.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
-//! exchange_api -> dlpack_export, dlpack_import -> creation -> convert,
-//! arith, index, cuda, sharing -> methods -> mod.rs)
+//! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
+//! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::errors::IntoPyResult;
 use crate::Tensor;

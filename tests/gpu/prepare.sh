@@ -4,7 +4,7 @@
 #
 #   tests/gpu/prepare.sh            (in the repository root)
 #
-# .wheels/ (git-ignored) gets the abi3 wheel (maturin, release), capi/libdlbridge.so (the C
+# .wheels/ (git-ignored) gets the abi3 wheel (maturin, release), the pyo3 example's wheel, capi/libdlbridge.so (the C
 # ABI, release, debug info stripped: the .a is too large to carry) and BUILD_INFO (commit,
 # dirty or not, build time). The device tool sends the working tree plus the carried
 # .wheels (64 MiB in all); tests/gpu/run_on_gpu.sh does the rest there. docs/testing.md
@@ -20,6 +20,8 @@ git check-ignore -q "$WHEELS/x" || { echo "$WHEELS/ must be git-ignored (see .gi
 rm -rf "$WHEELS" && mkdir -p "$WHEELS/capi"
 echo "== building the abi3 wheel (maturin build --release)"
 "$VENV/bin/maturin" build --release -o "$WHEELS"
+echo "== building the pyo3 example's wheel (examples/pyo3-scale, for gpu/test_pyo3_example_cuda.py)"
+"$VENV/bin/maturin" build --release -m examples/pyo3-scale/Cargo.toml -o "$WHEELS"
 echo "== building the C ABI (cargo build --release -p dlbridge-capi)"
 cargo build --release -p dlbridge-capi
 strip --strip-unneeded -o "$WHEELS/capi/libdlbridge.so" target/release/libdlbridge.so

@@ -126,7 +126,9 @@ else
     ROWS+=("| install | 1 | 0 | no dlbridge-*.whl in $WHEELS: run tests/gpu/prepare.sh first |")
     FAILED+=("install"); write_summary; exit 1
   fi
-  run_step install 120 "$PY" -m pip install --no-deps --no-index --no-compile --upgrade --target "$SITE" "$wheel"
+  # The pyo3 example's wheel, when prepare.sh built one, goes beside it.
+  example=$(ls "$WHEELS"/dlbridge_scale-*.whl 2>/dev/null | head -1)
+  run_step install 120 "$PY" -m pip install --no-deps --no-index --no-compile --upgrade --target "$SITE" "$wheel" ${example:+"$example"}
   export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONUNBUFFERED=1
