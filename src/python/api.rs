@@ -42,11 +42,7 @@ use std::ops::Deref;
 /// /// `x * k`, as a new tensor any framework's `from_dlpack` takes.
 /// #[pyfunction]
 /// fn scale(x: TensorArg, k: f64) -> PyResult<TensorOut> {
-///     Ok(TensorOut::from(dlbridge::ops::binary(
-///         (&*x).into(),
-///         dlbridge::Scalar::Float(k).into(),
-///         dlbridge::BinaryOp::Mul,
-///     )?))
+///     Ok(x.mul(k)?.into())
 /// }
 /// ```
 pub struct TensorArg(Tensor);
@@ -97,8 +93,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for TensorArg {
 /// /// `x *= k` in place: the caller's torch or NumPy tensor changes.
 /// #[pyfunction]
 /// fn scale_(x: TensorArgMut, k: f64) -> PyResult<()> {
-///     dlbridge::ops::binary_(&x, dlbridge::Scalar::Float(k).into(), dlbridge::BinaryOp::Mul)?;
-///     Ok(())
+///     Ok(x.mul_(k)?)
 /// }
 /// ```
 pub struct TensorArgMut(Tensor);

@@ -14,17 +14,16 @@
 //!
 //! ```no_run
 //! use dlbridge::python::{TensorArg, TensorArgMut, TensorOut};
-//! use dlbridge::{BinaryOp, Scalar, ops};
 //! use pyo3::prelude::*;
 //!
 //! #[pyfunction]
 //! fn scale(x: TensorArg, k: f64) -> PyResult<TensorOut> {
-//!     Ok(ops::binary((&*x).into(), Scalar::Float(k).into(), BinaryOp::Mul)?.into())
+//!     Ok(x.mul(k)?.into())
 //! }
 //!
 //! #[pyfunction]
 //! fn scale_(x: TensorArgMut, k: f64) -> PyResult<()> {
-//!     Ok(ops::binary_(&x, Scalar::Float(k).into(), BinaryOp::Mul)?)
+//!     Ok(x.mul_(k)?)
 //! }
 //!
 //! #[pymodule]
@@ -33,6 +32,12 @@
 //!     m.add_function(wrap_pyfunction!(scale_, m)?)
 //! }
 //! ```
+//!
+//! An argument's memory is also its caller's: typed access to it
+//! ([`Tensor::as_slice_mut`](crate::Tensor::as_slice_mut) and the like) is
+//! refused until the `unsafe` [`Tensor::assume_exclusive`](crate::Tensor::assume_exclusive)
+//! promises nothing else touches it meanwhile; the ops above need no such
+//! promise.
 //!
 //! `examples/pyo3-scale/` is that extension as a crate, with its tests; docs/rust.md
 //! has the guide.

@@ -13,21 +13,19 @@
 //! same mistake.
 
 use dlbridge::python::{TensorArg, TensorArgMut, TensorOut};
-use dlbridge::{BinaryOp, Scalar, ops};
 use pyo3::prelude::*;
 
-/// `x * k`, a new tensor on `x`'s device.
+/// `x * k`, a new tensor on `x`'s device (PyTorch's type promotion: an
+/// integer tensor times a float gives float32).
 #[pyfunction]
 fn scale(x: TensorArg, k: f64) -> PyResult<TensorOut> {
-    let out = ops::binary((&*x).into(), Scalar::Float(k).into(), BinaryOp::Mul)?;
-    Ok(out.into())
+    Ok(x.mul(k)?.into())
 }
 
 /// `x *= k` in the caller's memory.
 #[pyfunction]
 fn scale_(x: TensorArgMut, k: f64) -> PyResult<()> {
-    ops::binary_(&x, Scalar::Float(k).into(), BinaryOp::Mul)?;
-    Ok(())
+    Ok(x.mul_(k)?)
 }
 
 #[pymodule]
