@@ -94,6 +94,7 @@ test-rust:
 	cargo test --features pyo3 --doc python      # the pyo3 layer's examples compile
 	cargo run --example c_producer               # exits non-zero unless the producer's deleter ran once
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q --features pyo3
 
 ## example-pyo3: build examples/pyo3-scale (an extension of another crate over the pyo3 layer) into the virtualenv
 example-pyo3: $(DEMO_STAMP)

@@ -63,6 +63,16 @@
 //! ([`ErrorKind::ReadOnly`]). [`Tensor::to_vec`] copies and works on any
 //! tensor.
 //!
+//! **Threads: a known gap.** `Tensor` is `Send` and `Sync`, and the in-place
+//! ops (`add_`, `fill_`, `copy_`, ...) write through `&self`, as PyTorch's
+//! do. Two threads writing the same memory at once (through clones or
+//! views), or one writing while another reads it (`to_vec`, an op), race:
+//! in Rust's terms that is undefined behaviour that safe code can reach.
+//! dlbridge does not lock storages (PyTorch does not either); until it
+//! does, give each thread its own memory to write, or order the writes
+//! yourself (a `Mutex` around the tensor, a join). Typed access is not
+//! affected: it needs the only handle.
+//!
 //! ## DLPack in and out
 //!
 //! [`Tensor::from_raw_versioned`] (and [`Tensor::from_raw_legacy`]) take a
