@@ -1,14 +1,14 @@
 //! Contiguous casts between the common dtypes (float16, bfloat16, float32,
 //! float64, int32, int64) as plain loops the compiler vectorises, `half`'s
 //! slice conversions for the narrow floats (F16C where the CPU has it), split
-//! across rayon's threads when large. Each gives exactly what
+//! across threads when large. Each gives exactly what
 //! `Element::cast` gives (the generic path through `Scalar`): floats to
 //! integers truncate, and beyond int64 wrap as a cast through `i128` does.
 
 use crate::DType;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
-use rayon::prelude::*;
+use super::parallel::for_range;
 
 /// Elements past which a cast splits across threads.
 const PARALLEL_MIN: usize = 1 << 17;
@@ -158,16 +158,13 @@ where
 
 /// `cast_slice` over threads when long.
 fn run<S: CastSlice<D> + Sync, D: Send>(src: &[S], dst: &mut [D]) {
-    if src.len() < PARALLEL_MIN {
-        return S::cast_slice(src, dst);
-    }
-    let per = src
-        .len()
-        .div_ceil(rayon::current_num_threads() * 2)
-        .next_multiple_of(BLOCK);
-    dst.par_chunks_mut(per)
-        .zip(src.par_chunks(per))
-        .for_each(|(d, s)| S::cast_slice(s, d));
+    let n = src.len().min(dst.len());
+    let d = dst.as_mut_ptr() as usize;
+    for_range(n, PARALLEL_MIN, BLOCK, |start, end| {
+        // SAFETY: start..end lies inside dst, and the pieces are disjoint.
+        let d = unsafe { std::slice::from_raw_parts_mut((d as *mut D).add(start), end - start) };
+        S::cast_slice(&src[start..end], d)
+    });
 }
 
 /// Casts `n` contiguous elements from `src` (of `from`) to `dst` (of `to`)

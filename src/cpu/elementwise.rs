@@ -8,7 +8,8 @@
 //! over slices the compiler vectorizes when its operands are contiguous (or
 //! one of them is a single value), else a strided loop. float16 and bfloat16
 //! are converted a block at a time to float32 (`half`'s slice conversions),
-//! computed there and rounded once. Large loops split across rayon's threads.
+//! computed there and rounded once. Large loops split across threads
+//! (`parallel.rs`).
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::strided::{view, view_mut};
@@ -24,18 +25,6 @@ const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// Elements per block of the float16/bfloat16 paths (three stack arrays of
 /// float32 stay in L1).
 const BLOCK: usize = 256;
-
-/// Threads for large loops: `DLBRIDGE_NUM_THREADS`, else rayon's (the cores).
-fn worker_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::env::var("DLBRIDGE_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(rayon::current_num_threads)
-    })
-}
 
 /// Where the values of `out = f(a, b)` come from and go to: an output of
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
@@ -154,7 +143,7 @@ impl Plan {
     }
 }
 
-/// Raw pointers that rayon's workers may share: each writes its own range.
+/// Raw pointers that threads may share: each writes its own range.
 #[derive(Clone, Copy)]
 struct Shared<T>(T);
 // SAFETY: the loops hand each thread a disjoint range of output elements;
@@ -163,25 +152,10 @@ unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for Shared<T> {}
 
-/// Runs `part(start, end)` over `0..n`, split across threads when large.
+/// Runs `part(start, end)` over `0..n`, split across threads when large
+/// (pieces of whole cache lines, so threads never share one).
 fn parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
-    // The size first: a small loop never starts rayon's pool (nor, under
-    // Miri, its crossbeam-epoch, which Stacked Borrows rejects).
-    if n < PARALLEL_THRESHOLD {
-        return part(0, n);
-    }
-    let threads = worker_threads();
-    if threads == 1 {
-        return part(0, n);
-    }
-    // Pieces of whole cache lines, so threads never share one.
-    let chunk = n.div_ceil(threads).next_multiple_of(64);
-    rayon::scope(|s| {
-        for start in (0..n).step_by(chunk) {
-            let part = &part;
-            s.spawn(move |_| part(start, (start + chunk).min(n)));
-        }
-    });
+    super::parallel::for_range(n, PARALLEL_THRESHOLD, 64, part)
 }
 
 /// A slice of `len` elements at `p`.

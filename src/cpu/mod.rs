@@ -10,6 +10,7 @@ mod backend;
 mod cast;
 mod copy;
 mod elementwise;
+mod parallel;
 mod random;
 mod reduce;
 mod reduce_run;

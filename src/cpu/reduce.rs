@@ -13,14 +13,14 @@
 //! reduced dimensions are first ordered by stride (a sum or an extreme does
 //! not depend on the order), so any permutation of a contiguous tensor reads
 //! contiguous runs. Work past [`PARALLEL_MIN`] elements is spread over
-//! rayon's threads.
+//! threads.
 
 use super::copy::materialize;
 use super::reduce_run::{Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_run, sum_run};
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
-use rayon::prelude::*;
+use super::parallel::{for_each, threads};
 
 /// Columns per tile when accumulating whole rows.
 const TILE: usize = 256;
@@ -210,9 +210,9 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         }
     };
     if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
-        let tasks = (rayon::current_num_threads() * 4).min(outputs);
+        let tasks = (threads() * 4).min(outputs);
         let per = outputs.div_ceil(tasks);
-        (0..tasks).into_par_iter().for_each(|t| {
+        for_each(tasks, |t| {
             let start = (t * per).min(outputs);
             walk(kept, start, per.min(outputs - start), one);
         });
@@ -318,7 +318,7 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         }
     };
     if units > 1 && units / tiles * cols.n * rows >= PARALLEL_MIN {
-        (0..units).into_par_iter().for_each(unit);
+        for_each(units, unit);
     } else {
         (0..units).for_each(unit);
     }

@@ -11,6 +11,7 @@
 //! complex128. The lanes are plain arrays the compiler vectorises.
 
 use super::arith::Arith;
+use super::parallel::join;
 use crate::Scalar;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
@@ -20,7 +21,7 @@ use num_complex::{Complex32, Complex64};
 pub(crate) const LEAF: usize = 256;
 /// Independent accumulators per leaf.
 const LANES: usize = 16;
-/// Work (elements) past which a reduction splits across rayon's threads
+/// Work (elements) past which a reduction splits across threads
 /// (measured on 2 cores: below it the hand-off costs more than it saves).
 pub(crate) const PARALLEL_MIN: usize = 1 << 16;
 
@@ -138,7 +139,7 @@ fn lanes_pairwise<T: Kernel>(xs: &[T]) -> T::A {
     let mid = (xs.len() / LEAF / 2).max(1) * LEAF;
     let (l, r) = xs.split_at(mid);
     if xs.len() >= 2 * PARALLEL_MIN {
-        let (a, b) = rayon::join(|| lanes_pairwise::<T>(l), || lanes_pairwise::<T>(r));
+        let (a, b) = join(|| lanes_pairwise::<T>(l), || lanes_pairwise::<T>(r));
         a.plus(b)
     } else {
         lanes_pairwise::<T>(l).plus(lanes_pairwise::<T>(r))
@@ -169,7 +170,7 @@ fn numpy_pairwise(a: &[f64]) -> f64 {
     let n2 = n / 2;
     let (l, r) = a.split_at(n2 - n2 % 8);
     if n >= 2 * PARALLEL_MIN {
-        let (x, y) = rayon::join(|| numpy_pairwise(l), || numpy_pairwise(r));
+        let (x, y) = join(|| numpy_pairwise(l), || numpy_pairwise(r));
         x + y
     } else {
         numpy_pairwise(l) + numpy_pairwise(r)
@@ -183,7 +184,7 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
     }
     let mid = xs.len() / 2;
     let (l, r) = xs.split_at(mid);
-    let (a, b) = rayon::join(
+    let (a, b) = join(
         || extreme_run(l, max, need_pos),
         || extreme_run(r, max, need_pos),
     );
