@@ -9,10 +9,10 @@
 //! that are not whole elements through a byte-wise gather.
 
 use super::cast::cast_contiguous;
+use super::parallel::{for_each, threads};
 use super::strided::{Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
-use super::parallel::{for_each, threads};
 
 /// Elements past which a strided copy splits across threads.
 const PARALLEL_MIN: usize = 1 << 17;

@@ -7,7 +7,7 @@
 //! the outer dimensions are walked with a counter and each row runs a loop
 //! over slices the compiler vectorizes when its operands are contiguous (or
 //! one of them is a single value), else a strided loop. float16 and bfloat16
-//! are converted a block at a time to float32 (`half`'s slice conversions),
+//! are converted a block at a time to float32 (`narrow.rs`),
 //! computed there and rounded once. Large loops split across threads
 //! (`parallel.rs`).
 
@@ -191,13 +191,23 @@ unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
     }
 }
 
-/// One row of `out = f(a, b)`, `out` not overlapping the inputs.
+super::isa::twin! {
+    /// One row of `out = f(a, b)`, `out` not overlapping the inputs.
+    ///
+    /// # Safety
+    /// Every pointer addresses `len` elements `strides` apart (the output's
+    /// exclusively ours).
+    unsafe fn row_into[T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>](
+        o: *mut O, a: Src<T>, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> R,
+    ) => row_into_body;
+}
+
+/// [`row_into`] as built.
 ///
 /// # Safety
-/// Every pointer addresses `len` elements `strides` apart (the output's
-/// exclusively ours).
+/// As for [`row_into`].
 #[inline(always)]
-unsafe fn row_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
+unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     o: *mut O,
     a: Src<T>,
     b: Src<T>,
@@ -259,12 +269,22 @@ unsafe fn row_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     }
 }
 
-/// One row of `out = f(out, b)` (an in-place op).
+super::isa::twin! {
+    /// One row of `out = f(out, b)` (an in-place op).
+    ///
+    /// # Safety
+    /// As for [`row_into`]; `b` does not overlap the output.
+    unsafe fn row_inplace[T: Arith + Sink<T::C>](
+        o: *mut T, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> T::C,
+    ) => row_inplace_body;
+}
+
+/// [`row_inplace`] as built.
 ///
 /// # Safety
-/// As for [`row_into`]; `b` does not overlap the output.
+/// As for [`row_inplace`].
 #[inline(always)]
-unsafe fn row_inplace<T: Arith + Sink<T::C>>(
+unsafe fn row_inplace_body<T: Arith + Sink<T::C>>(
     o: *mut T,
     b: Src<T>,
     [so, _, sb]: [isize; 3],
@@ -274,7 +294,7 @@ unsafe fn row_inplace<T: Arith + Sink<T::C>>(
     // SAFETY (whole body): the caller's promise on every pointer and length.
     unsafe {
         if T::WIDE {
-            return row_into(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
+            return row_into_body(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
         }
         match b {
             Src::Mem(pb) if so == 1 && sb == 1 => {

@@ -10,6 +10,8 @@ mod backend;
 mod cast;
 mod copy;
 mod elementwise;
+mod isa;
+mod narrow;
 mod parallel;
 mod random;
 mod reduce;

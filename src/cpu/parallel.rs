@@ -115,7 +115,10 @@ pub(crate) fn join<A: Send, B: Send>(
     if rayon::current_thread_index().is_some() {
         return rayon::join(a, b);
     }
-    let (fa, fb) = (std::sync::Mutex::new(Some(a)), std::sync::Mutex::new(Some(b)));
+    let (fa, fb) = (
+        std::sync::Mutex::new(Some(a)),
+        std::sync::Mutex::new(Some(b)),
+    );
     let (ra, rb) = (std::sync::Mutex::new(None), std::sync::Mutex::new(None));
     for_each(2, |i| {
         if i == 0 {
