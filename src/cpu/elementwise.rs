@@ -362,7 +362,7 @@ fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
 
 /// `out = f(a, b)` over `out`'s shape: `out` (of `O`, writable) overlaps
 /// neither input; tensor inputs (of `T`, walkable) broadcast to it.
-fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
+pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
     out: &Tensor,
     a: Arg,
     b: Arg,
@@ -394,7 +394,11 @@ fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
 }
 
 /// `out = f(out, b)` in place; `b` broadcasts to `out` and does not overlap it.
-fn map_inplace<T: Arith + Sink<T::C>>(out: &Tensor, b: Arg, f: impl Fn(T::C, T::C) -> T::C + Sync) {
+pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
+    out: &Tensor,
+    b: Arg,
+    f: impl Fn(T::C, T::C) -> T::C + Sync,
+) {
     let shape = out.shape();
     let (sb, kb) = source::<T>(b, shape);
     let ko = out
@@ -438,7 +442,14 @@ crate::binary_ops!(binary_dispatch);
 /// `out` and are walkable, `out` is writable. `out` overlaps neither input,
 /// unless `in_place`: `a` is `out` itself (and `b` a tensor apart or a number).
 pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
-    with_compute_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op, in_place))
+    with_compute_element!(out.dtype(), T => {
+        if let (BinaryOp::Pow, Arg::Number(e)) = (op, b)
+            && super::pow::pow_by_number::<T>(out, a, e, in_place)
+        {
+            return;
+        }
+        binary_typed::<T>(out, a, b, op, in_place)
+    })
 }
 
 /// `out = a op b` into the bool tensor `out`, `a` and `b` of one dtype

@@ -13,6 +13,7 @@ mod elementwise;
 mod isa;
 mod narrow;
 mod parallel;
+mod pow;
 mod random;
 mod reduce;
 mod reduce_run;

@@ -1,4 +1,5 @@
-"""The CPU's fast paths against PyTorch, bit for bit: the AVX2 copies of the
+"""The CPU's fast paths against PyTorch, bit for bit: `x ** number` for the
+exponents computed without `pow` (src/cpu/pow.rs), the AVX2 copies of the
 loops against the baseline ones (src/cpu/isa.rs), and loops long enough to
 split across threads (src/cpu/parallel.rs)."""
 
@@ -7,11 +8,15 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
 import dlbridge as db
 
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+EXPONENTS = [0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.0, 3.0, 0.0, 1.0, -1.0, -2.0, 1.5, 4, True, False, -0.0]
 SPECIALS = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 3e38, -3e38, 1e-45, 65504.0, 7e-8]
 
 
@@ -32,13 +37,61 @@ def sample(dtype, n, seed):
     return x.to(td)
 
 
-def exact(got, want):
+def exact(got, want, ulp=False):
+    """Equal bits (NaN as NaN); `ulp`: within torch's tolerance where both are
+    finite and nonzero, equal elsewhere (signed zeros, infinities, NaN)."""
     got = torch.from_dlpack(got)
     assert got.dtype == want.dtype and got.shape == want.shape
-    if want.is_floating_point():
+    if ulp:
+        edge = ~torch.isfinite(want) | (want == 0)
+        exact(db.from_dlpack(got[edge].contiguous()), want[edge])
+        torch.testing.assert_close(got, want, equal_nan=True)
+        real = ~want.isnan()
+        assert torch.equal(got[real].signbit(), want[real].signbit())
+    elif want.is_floating_point():
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
     else:
         assert torch.equal(got, want)
+
+
+def torch_supports(x, e):
+    try:
+        x[:2] ** e
+        return True
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+@pytest.mark.parametrize("e", EXPONENTS, ids=repr)
+def test_pow_by_a_number_is_torchs_bit_for_bit(dtype, e):
+    """Bit for bit for the exponents computed without `pow`; within an ulp for
+    the rest (`pow` against torch's SLEEF) and for 0.5 (torch's SLEEF square
+    root is off by an ulp now and then; dlbridge's is correctly rounded, as
+    NumPy's `x ** 0.5`)."""
+    ulp = e not in (0, 1, 2, 3, -1, -2)
+    for n in [1, 7, 255, 1001, 70_003]:
+        x = sample(dtype, n, n)
+        if not torch_supports(x, e):
+            with pytest.raises(RuntimeError):
+                db.from_dlpack(x.clone()) ** e
+            return
+        got = db.from_dlpack(x.clone()) ** e
+        exact(got, x**e, ulp)
+        if e == 0.5 and dtype in ("float32", "float64"):
+            np_x = x.numpy()
+            assert np.array_equal(np.from_dlpack(got), np_x ** np_x.dtype.type(e), equal_nan=True)
+    # Strided views, 2-D, and in place through a view.
+    m = sample(dtype, 64 * 33, 5).reshape(64, 33)
+    d = db.from_dlpack(m)
+    for view in (lambda z: z[::2, 1::3], lambda z: z.T, lambda z: z[:, :1], lambda z: z[5:40]):
+        exact(view(d) ** e, view(m) ** e, ulp)
+    want = m.clone()
+    t = db.from_dlpack(m.clone())
+    if (want[::3] ** e).dtype == want.dtype:
+        want[::3].pow_(e)
+        t[::3].pow_(e)
+        exact(t, want, ulp)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "float64"])
