@@ -59,12 +59,15 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     op.promotion().apply(promoted)
 }
 
-/// A Python number as the backend gets it: on the left of `-` or `/` it is
-/// first rounded to the op's dtype (PyTorch's `rsub`/`rdiv` wrap it in a
-/// tensor of that dtype); elsewhere it keeps its full precision and meets the
-/// tensor in the dtype's compute type (see [`Rhs::Scalar`]).
+/// A Python number as the backend gets it: for `+` and `-` (either side)
+/// and on the left of `/` it is first rounded to the op's dtype (PyTorch's
+/// add/sub kernels read the number cast to the common dtype, and `rdiv`
+/// wraps it in a tensor of that dtype: `half_x + 0.1` adds float16(0.1));
+/// elsewhere it keeps its full precision and meets the tensor in the dtype's
+/// compute type (see [`Rhs::Scalar`]).
 fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static> {
-    let value = if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
+    let rounded = matches!(op, BinaryOp::Add | BinaryOp::Sub) || (left && op == BinaryOp::Div);
+    let value = if rounded {
         value.rounded_to(dtype)
     } else {
         value

@@ -1,7 +1,8 @@
 """The CPU's fast paths against PyTorch, bit for bit: `x ** number` for the
-exponents computed without `pow` (src/cpu/pow.rs), the AVX2 copies of the
-loops against the baseline ones (src/cpu/isa.rs), and loops long enough to
-split across threads (src/cpu/parallel.rs)."""
+exponents computed without `pow` (src/cpu/pow.rs), a Python number added to
+a float16/bfloat16 tensor (rounded to the dtype first, as torch), the AVX2
+copies of the loops against the baseline ones (src/cpu/isa.rs), and loops
+long enough to split across threads (src/cpu/parallel.rs)."""
 
 import math
 import os
@@ -92,6 +93,21 @@ def test_pow_by_a_number_is_torchs_bit_for_bit(dtype, e):
         want[::3].pow_(e)
         t[::3].pow_(e)
         exact(t, want, ulp)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("number", [0.1, 1 / 3, 1e-3, 3.3, -2.7, 1e5, 1e-8])
+def test_numbers_added_to_narrow_floats_round_as_torch(dtype, number):
+    x = sample(dtype, 20_011, 3) * 10
+    for op in (lambda a, b: a + b, lambda a, b: a - b, lambda a, b: b + a, lambda a, b: b - a):
+        exact(op(db.from_dlpack(x.clone()), number), op(x, number))
+    t, want = db.from_dlpack(x.clone()), x.clone()
+    t.add_(number)
+    want.add_(number)
+    exact(t, want)
+    t.sub_(number)
+    want.sub_(number)
+    exact(t, want)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "float64"])
