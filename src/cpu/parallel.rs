@@ -65,14 +65,16 @@ impl Job {
 /// become free. Returns once every piece has run; a panic in a piece is
 /// raised here.
 pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
-    let helpers = threads().min(pieces).saturating_sub(1);
-    if helpers == 0 || cfg!(miri) {
+    // Miri first: asking rayon for its threads starts its pool, whose
+    // crossbeam-epoch Stacked Borrows rejects.
+    if cfg!(miri) || pieces < 2 || threads() == 1 {
         return (0..pieces).for_each(f);
     }
+    let helpers = threads().min(pieces) - 1;
     if rayon::current_thread_index().is_some() {
         // Nested in a worker: rayon's own splitting never blocks a worker.
         use rayon::prelude::*;
-        return (0..pieces).into_par_iter().for_each(|i| f(i));
+        return (0..pieces).into_par_iter().for_each(&f);
     }
     let part: &(dyn Fn(usize) + Sync) = &f;
     // SAFETY: only the lifetime is erased; `Job::run` calls `part` for
@@ -137,10 +139,11 @@ pub(crate) fn join<A: Send, B: Send>(
 /// Calls `part(start, end)` over `0..n` in pieces of whole multiples of
 /// `align` elements, threaded from `min` elements on.
 pub(crate) fn for_range(n: usize, min: usize, align: usize, part: impl Fn(usize, usize) + Sync) {
-    let threads = threads();
-    if n < min || threads == 1 {
+    // The size first: a small loop never asks for rayon's pool.
+    if n < min || cfg!(miri) || threads() == 1 {
         return part(0, n);
     }
+    let threads = threads();
     // A few pieces per thread, so a thread that starts late takes fewer.
     let chunk = n.div_ceil(threads * 4).next_multiple_of(align).max(min / 4);
     let pieces = n.div_ceil(chunk);
