@@ -122,8 +122,10 @@ fn elementwise<R>(
     number: impl Fn(Scalar, bool) -> Rhs<'static>,
     run: impl FnOnce(&Tensor, Rhs, Vec<usize>) -> Result<R>,
 ) -> Result<R> {
-    let cast_rhs: Tensor;
+    // Operands already of `dtype` are borrowed (a clone costs allocations).
+    let (cast_lhs, cast_rhs): (Tensor, Tensor);
     let (lhs, rhs) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) if y.dtype() == dtype => (x, Rhs::Tensor(y)),
         (Operand::Tensor(x), Operand::Tensor(y)) => {
             cast_rhs = y.to_dtype(dtype)?;
             (x, Rhs::Tensor(&cast_rhs))
@@ -135,12 +137,17 @@ fn elementwise<R>(
             "an operation needs at least one tensor operand, got only numbers"
         ),
     };
-    let lhs = lhs.to_dtype(dtype)?;
+    let lhs = if lhs.dtype() == dtype {
+        lhs
+    } else {
+        cast_lhs = lhs.to_dtype(dtype)?;
+        &cast_lhs
+    };
     let shape = match rhs {
         Rhs::Tensor(r) => broadcast_shapes(lhs.shape(), r.shape())?,
         Rhs::Scalar { .. } => lhs.shape().to_vec(),
     };
-    run(&lhs, rhs, shape)
+    run(lhs, rhs, shape)
 }
 
 /// An in-place op computes in `dtype` and writes into `dst`: refused, with
