@@ -3,11 +3,13 @@
 //! how, per dtype, follows ATen's `pow_tensor_scalar_kernel` (and `pow_out`,
 //! which fills 1 for 0 and copies for 1), so the results are torch's bits:
 //!
-//! - float32, float64, bfloat16: 2 `x*x`, 3 `x*x*x`, 0.5 `sqrt`, -1 `1/x`,
-//!   -2 `1/(x*x)`; bfloat16 rounds `x*x` to bfloat16 before the next step,
-//!   as torch's bfloat16 arithmetic does. `sqrt` is correctly rounded (as
-//!   NumPy's `x ** 0.5`); torch's SLEEF square root is within 1 ulp of it.
-//!   -0.5 stays `pow`: torch's `rsqrt` is its own approximation.
+//! - float32, float64, bfloat16: 2 `x*x`, 3 `x*x*x`, 0.5 `sqrt`, -0.5
+//!   `1/sqrt`, -1 `1/x`, -2 `1/(x*x)`; bfloat16 rounds `x*x` to bfloat16
+//!   before the next step, as torch's bfloat16 arithmetic does. `sqrt` is
+//!   correctly rounded (as NumPy's `x ** 0.5`); torch's SLEEF square root
+//!   and its `rsqrt` are within an ulp of `sqrt` and `1/sqrt`, and give the
+//!   same at the edges (`-0` to `-0` and `-inf`, `-inf` to NaN, where `pow`
+//!   gives `+0` and `+inf`).
 //! - float16: 2 only (torch calls `pow` for the rest; `x*x` is exact in
 //!   float32, so it is `pow`'s correctly rounded result).
 //! - integers: 2 and 3, wrapping as `pow` does.
@@ -59,6 +61,7 @@ pub(crate) fn pow_by_number<T: Arith + Sink<T::C>>(
         2.0 => run!(|x: T::C, _| x.mul(x)),
         3.0 if all || !float => run!(move |x: T::C, _| round(x.mul(x)).mul(x)),
         0.5 if all => run!(|x: T::C, _| x.sqrt()),
+        -0.5 if all => run!(move |x: T::C, _| one.div(x.sqrt())),
         -1.0 if all => run!(move |x: T::C, _| one.div(x)),
         -2.0 if all => run!(move |x: T::C, _| one.div(round(x.mul(x)))),
         _ => false,
