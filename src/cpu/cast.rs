@@ -12,7 +12,7 @@ use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
 /// Elements past which a cast splits across threads.
-const PARALLEL_MIN: usize = 1 << 17;
+const PARALLEL_MIN: usize = 1 << 16;
 /// Elements converted at a time through a float32/float64 buffer.
 const BLOCK: usize = 512;
 

@@ -15,7 +15,7 @@ use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
 
 /// Elements past which a strided copy splits across threads.
-const PARALLEL_MIN: usize = 1 << 17;
+const PARALLEL_MIN: usize = 1 << 16;
 /// Side of a transpose tile, in elements.
 const TILE: usize = 32;
 
