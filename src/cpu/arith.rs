@@ -16,7 +16,7 @@ pub trait Arith: Element + PartialEq {
     const WIDE: bool = false;
     fn widen(self) -> Self::C;
     fn narrow(c: Self::C) -> Self;
-    /// `dst[i] = src[i].widen()` (`half`'s vectorized conversions for the narrow floats).
+    /// `dst[i] = src[i].widen()` (`narrow.rs`'s vectorized conversions for the narrow floats).
     #[inline(always)]
     fn widen_slice(src: &[Self], dst: &mut [Self::C]) {
         dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s.widen());
@@ -176,13 +176,11 @@ macro_rules! half_width {
             #[inline(always)] fn narrow(c: f32) -> $t { <$t>::from_f32(c) }
             #[inline(always)]
             fn widen_slice(src: &[$t], dst: &mut [f32]) {
-                use half::slice::HalfFloatSliceExt;
-                src.convert_to_f32_slice(dst)
+                <$t as super::narrow::NarrowSlice>::widen(src, dst)
             }
             #[inline(always)]
             fn narrow_slice(src: &[f32], dst: &mut [$t]) {
-                use half::slice::HalfFloatSliceExt;
-                dst.convert_from_f32_slice(src)
+                <$t as super::narrow::NarrowSlice>::narrow(src, dst)
             }
         }
     )*};

@@ -8,6 +8,7 @@ use super::reduce::reduce_into;
 use crate::backend::{Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
 use crate::storage::Storage;
 use crate::{DType, Device, Result, Scalar, Tensor};
+use std::borrow::Cow;
 
 /// Host memory, computed on by this process's threads.
 pub(crate) struct Cpu;
@@ -22,13 +23,14 @@ fn same_view(a: &Tensor, b: &Tensor) -> bool {
     a.data_ptr() == b.data_ptr() && a.layout() == b.layout()
 }
 
-/// `t` itself when the loops can read it, else a contiguous copy.
-fn readable(t: &Tensor) -> Result<Tensor> {
+/// `t` itself when the loops can read it (borrowed: a clone would cost two
+/// allocations per operand per call), else a contiguous copy.
+fn readable(t: &Tensor) -> Result<Cow<'_, Tensor>> {
     let size = t.dtype().size();
     if walkable(t, size, size) {
-        Ok(t.clone())
+        Ok(Cow::Borrowed(t))
     } else {
-        materialize(t)
+        materialize(t).map(Cow::Owned)
     }
 }
 

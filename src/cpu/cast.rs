@@ -1,17 +1,18 @@
 //! Contiguous casts between the common dtypes (float16, bfloat16, float32,
-//! float64, int32, int64) as plain loops the compiler vectorises, `half`'s
-//! slice conversions for the narrow floats (F16C where the CPU has it), split
-//! across rayon's threads when large. Each gives exactly what
+//! float64, int32, int64) as plain loops the compiler vectorises (for AVX2
+//! where the CPU has it: `isa.rs`), `narrow.rs`'s conversions for the narrow
+//! floats (F16C where the CPU has it), split across threads when large. Each gives exactly what
 //! `Element::cast` gives (the generic path through `Scalar`): floats to
 //! integers truncate, and beyond int64 wrap as a cast through `i128` does.
 
+use super::narrow::NarrowSlice;
+use super::parallel::for_range;
 use crate::DType;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// Elements past which a cast splits across threads.
-const PARALLEL_MIN: usize = 1 << 17;
+const PARALLEL_MIN: usize = 1 << 16;
 /// Elements converted at a time through a float32/float64 buffer.
 const BLOCK: usize = 512;
 
@@ -36,6 +37,7 @@ trait CastSlice<D>: Sized {
 macro_rules! cast_as {
     ($($s:ty => $d:ty),*) => {$(
         impl CastSlice<$d> for $s {
+            #[inline(always)]
             fn cast_slice(src: &[$s], dst: &mut [$d]) {
                 dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s as $d);
             }
@@ -47,6 +49,7 @@ cast_as!(f32 => f64, f64 => f32, i32 => f32, i32 => f64, i64 => f32, i64 => f64,
 macro_rules! cast_float_int {
     ($($s:ty => $d:ty),*) => {$(
         impl CastSlice<$d> for $s {
+            #[inline(always)]
             fn cast_slice(src: &[$s], dst: &mut [$d]) {
                 dst.iter_mut().zip(src).for_each(|(d, &s)| *d = float_to_int!(s, $d));
             }
@@ -56,38 +59,35 @@ macro_rules! cast_float_int {
 cast_float_int!(f32 => i32, f32 => i64, f64 => i32, f64 => i64);
 
 impl CastSlice<f16> for f32 {
+    #[inline(always)]
     fn cast_slice(src: &[f32], dst: &mut [f16]) {
-        dst.convert_from_f32_slice(src);
+        f16::narrow(src, dst);
     }
 }
 
 impl CastSlice<bf16> for f32 {
-    /// `bf16::from_f32` (round to nearest even, NaN kept quiet) without its
-    /// branches, so the loop vectorises.
+    #[inline(always)]
     fn cast_slice(src: &[f32], dst: &mut [bf16]) {
-        dst.iter_mut().zip(src).for_each(|(d, &x)| {
-            let b = x.to_bits();
-            let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
-            let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
-            let quiet = ((b >> 16) | 0x0040) as u16;
-            *d = bf16::from_bits(if nan { quiet } else { rounded });
-        });
+        bf16::narrow(src, dst);
     }
 }
 
 macro_rules! cast_half {
     ($($h:ty),*) => {$(
         impl CastSlice<$h> for f64 {
+            #[inline(always)]
             fn cast_slice(src: &[f64], dst: &mut [$h]) {
                 dst.convert_from_f64_slice(src);
             }
         }
         impl CastSlice<f32> for $h {
+            #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f32]) {
-                src.convert_to_f32_slice(dst);
+                <$h>::widen(src, dst);
             }
         }
         impl CastSlice<f64> for $h {
+            #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f64]) {
                 src.convert_to_f64_slice(dst);
             }
@@ -95,21 +95,25 @@ macro_rules! cast_half {
         // Integers reach the narrow floats through float64 (one rounding,
         // as the generic cast), and leave them through float32 (exact).
         impl CastSlice<$h> for i32 {
+            #[inline(always)]
             fn cast_slice(src: &[i32], dst: &mut [$h]) {
                 via_f64(src, dst, |x| x as f64);
             }
         }
         impl CastSlice<$h> for i64 {
+            #[inline(always)]
             fn cast_slice(src: &[i64], dst: &mut [$h]) {
                 via_f64(src, dst, |x| x as f64);
             }
         }
         impl CastSlice<i32> for $h {
+            #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [i32]) {
                 via_f32(src, dst, |x| float_to_int!(x, i32));
             }
         }
         impl CastSlice<i64> for $h {
+            #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [i64]) {
                 via_f32(src, dst, |x| float_to_int!(x, i64));
             }
@@ -119,31 +123,32 @@ macro_rules! cast_half {
 cast_half!(f16, bf16);
 
 impl CastSlice<bf16> for f16 {
+    #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [bf16]) {
-        via_f32(src, dst, bf16::from_f32);
+        via_f32(src, dst, super::narrow::bf16_from_f32);
     }
 }
 
 impl CastSlice<f16> for bf16 {
+    #[inline(always)]
     fn cast_slice(src: &[bf16], dst: &mut [f16]) {
         via_f32(src, dst, f16::from_f32);
     }
 }
 
 /// A narrow float source widened to float32 a block at a time.
-fn via_f32<H, D>(src: &[H], dst: &mut [D], f: impl Fn(f32) -> D)
-where
-    [H]: HalfFloatSliceExt,
-{
+#[inline(always)]
+fn via_f32<H: NarrowSlice, D>(src: &[H], dst: &mut [D], f: impl Fn(f32) -> D) {
     let mut buf = [0f32; BLOCK];
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let buf = &mut buf[..s.len()];
-        s.convert_to_f32_slice(buf);
+        H::widen(s, buf);
         d.iter_mut().zip(buf.iter()).for_each(|(d, &x)| *d = f(x));
     }
 }
 
 /// An integer source through float64 into a narrow float, a block at a time.
+#[inline(always)]
 fn via_f64<S: Copy, H>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f64)
 where
     [H]: HalfFloatSliceExt,
@@ -156,18 +161,20 @@ where
     }
 }
 
+super::isa::twin! {
+    /// [`CastSlice::cast_slice`] for the CPU's instruction set.
+    fn cast_slice[S: CastSlice<D>, D](src: &[S], dst: &mut [D]) => S::cast_slice;
+}
+
 /// `cast_slice` over threads when long.
 fn run<S: CastSlice<D> + Sync, D: Send>(src: &[S], dst: &mut [D]) {
-    if src.len() < PARALLEL_MIN {
-        return S::cast_slice(src, dst);
-    }
-    let per = src
-        .len()
-        .div_ceil(rayon::current_num_threads() * 2)
-        .next_multiple_of(BLOCK);
-    dst.par_chunks_mut(per)
-        .zip(src.par_chunks(per))
-        .for_each(|(d, s)| S::cast_slice(s, d));
+    let n = src.len().min(dst.len());
+    let d = dst.as_mut_ptr() as usize;
+    for_range(n, PARALLEL_MIN, BLOCK, |start, end| {
+        // SAFETY: start..end lies inside dst, and the pieces are disjoint.
+        let d = unsafe { std::slice::from_raw_parts_mut((d as *mut D).add(start), end - start) };
+        cast_slice(&src[start..end], d)
+    });
 }
 
 /// Casts `n` contiguous elements from `src` (of `from`) to `dst` (of `to`)

@@ -9,13 +9,13 @@
 //! that are not whole elements through a byte-wise gather.
 
 use super::cast::cast_contiguous;
+use super::parallel::{for_each, threads};
 use super::strided::{Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
-use rayon::prelude::*;
 
 /// Elements past which a strided copy splits across threads.
-const PARALLEL_MIN: usize = 1 << 17;
+const PARALLEL_MIN: usize = 1 << 16;
 /// Side of a transpose tile, in elements.
 const TILE: usize = 32;
 
@@ -161,9 +161,9 @@ fn copy_rows<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], last:
         }
     };
     if rows > 1 && rows * last.n >= PARALLEL_MIN {
-        let tasks = (rayon::current_num_threads() * 4).min(rows);
+        let tasks = (threads() * 4).min(rows);
         let per = rows.div_ceil(tasks);
-        (0..tasks).into_par_iter().for_each(|t| {
+        for_each(tasks, |t| {
             let start = (t * per).min(rows);
             walk(outer, start, per.min(rows - start), row);
         });
@@ -201,7 +201,7 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
     };
     let units = planes * row_tiles;
     if units > 1 && planes * plane >= PARALLEL_MIN {
-        (0..units).into_par_iter().for_each(tile);
+        for_each(units, tile);
     } else {
         (0..units).for_each(tile);
     }

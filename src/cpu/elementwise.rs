@@ -7,8 +7,9 @@
 //! the outer dimensions are walked with a counter and each row runs a loop
 //! over slices the compiler vectorizes when its operands are contiguous (or
 //! one of them is a single value), else a strided loop. float16 and bfloat16
-//! are converted a block at a time to float32 (`half`'s slice conversions),
-//! computed there and rounded once. Large loops split across rayon's threads.
+//! are converted a block at a time to float32 (`narrow.rs`),
+//! computed there and rounded once. Large loops split across threads
+//! (`parallel.rs`).
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::strided::{view, view_mut};
@@ -18,24 +19,16 @@ use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 
 /// From this many elements on, a loop splits across threads (PyTorch's
-/// grain size; below it the hand-off costs more than a core saves).
+/// grain size). With the caller taking part (`parallel.rs`), a split costs
+/// it the wake-up call of a worker: on a busy 2-core machine 2 threads ran at
+/// most 0.8 µs slower than 1 below 2^17 elements and even above. Where a
+/// second core is free it should about halve the loop; the crossover was not
+/// measured on a quiet machine (none was available).
 const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Elements per block of the float16/bfloat16 paths (three stack arrays of
 /// float32 stay in L1).
 const BLOCK: usize = 256;
-
-/// Threads for large loops: `DLBRIDGE_NUM_THREADS`, else rayon's (the cores).
-fn worker_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::env::var("DLBRIDGE_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(rayon::current_num_threads)
-    })
-}
 
 /// Where the values of `out = f(a, b)` come from and go to: an output of
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
@@ -87,8 +80,7 @@ enum Src<T: Arith> {
 /// The collapsed iteration space of out, a and b: row-major sizes and
 /// element strides, the last dimension the row.
 struct Plan {
-    shape: Vec<usize>,
-    strides: Vec<[isize; 3]>,
+    dims: Vec<(usize, [isize; 3])>,
 }
 
 impl Plan {
@@ -111,8 +103,7 @@ impl Plan {
             dims.push((1, [0; 3]));
         }
         dims.reverse();
-        let (shape, strides) = dims.into_iter().unzip();
-        Plan { shape, strides }
+        Plan { dims }
     }
 
     /// Calls `row(offsets, len)` for the rows (or parts of rows) covering
@@ -121,27 +112,34 @@ impl Plan {
         if start >= end {
             return; // also keeps a size-0 dimension out of the divisions below
         }
-        let nd = self.shape.len();
-        let mut idx = vec![0usize; nd];
+        let nd = self.dims.len();
+        // The index on the stack for up to 8 collapsed dimensions.
+        let (mut small, mut large) = ([0usize; 8], Vec::new());
+        let idx: &mut [usize] = if nd <= small.len() {
+            &mut small[..nd]
+        } else {
+            large.resize(nd, 0);
+            &mut large
+        };
         let mut rem = start;
         for d in (0..nd).rev() {
-            idx[d] = rem % self.shape[d];
-            rem /= self.shape[d];
+            idx[d] = rem % self.dims[d].0;
+            rem /= self.dims[d].0;
         }
         let mut pos = start;
         while pos < end {
             let mut off = [0isize; 3];
-            for (&i, st) in idx.iter().zip(&self.strides) {
+            for (&i, (_, st)) in idx.iter().zip(&self.dims) {
                 for (o, &s) in off.iter_mut().zip(st) {
                     *o += i as isize * s;
                 }
             }
-            let len = (self.shape[nd - 1] - idx[nd - 1]).min(end - pos);
+            let len = (self.dims[nd - 1].0 - idx[nd - 1]).min(end - pos);
             row(off, len);
             pos += len;
             idx[nd - 1] += len;
             let mut d = nd - 1;
-            while d > 0 && idx[d] == self.shape[d] {
+            while d > 0 && idx[d] == self.dims[d].0 {
                 idx[d] = 0;
                 d -= 1;
                 idx[d] += 1;
@@ -150,11 +148,11 @@ impl Plan {
     }
 
     fn inner(&self) -> [isize; 3] {
-        *self.strides.last().expect("a plan has a dimension")
+        self.dims.last().expect("a plan has a dimension").1
     }
 }
 
-/// Raw pointers that rayon's workers may share: each writes its own range.
+/// Raw pointers that threads may share: each writes its own range.
 #[derive(Clone, Copy)]
 struct Shared<T>(T);
 // SAFETY: the loops hand each thread a disjoint range of output elements;
@@ -163,25 +161,10 @@ unsafe impl<T> Send for Shared<T> {}
 // SAFETY: as above.
 unsafe impl<T> Sync for Shared<T> {}
 
-/// Runs `part(start, end)` over `0..n`, split across threads when large.
+/// Runs `part(start, end)` over `0..n`, split across threads when large
+/// (pieces of whole cache lines, so threads never share one).
 fn parallel(n: usize, part: impl Fn(usize, usize) + Sync) {
-    // The size first: a small loop never starts rayon's pool (nor, under
-    // Miri, its crossbeam-epoch, which Stacked Borrows rejects).
-    if n < PARALLEL_THRESHOLD {
-        return part(0, n);
-    }
-    let threads = worker_threads();
-    if threads == 1 {
-        return part(0, n);
-    }
-    // Pieces of whole cache lines, so threads never share one.
-    let chunk = n.div_ceil(threads).next_multiple_of(64);
-    rayon::scope(|s| {
-        for start in (0..n).step_by(chunk) {
-            let part = &part;
-            s.spawn(move |_| part(start, (start + chunk).min(n)));
-        }
-    });
+    super::parallel::for_range(n, PARALLEL_THRESHOLD, 64, part)
 }
 
 /// A slice of `len` elements at `p`.
@@ -217,13 +200,23 @@ unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
     }
 }
 
-/// One row of `out = f(a, b)`, `out` not overlapping the inputs.
+super::isa::twin! {
+    /// One row of `out = f(a, b)`, `out` not overlapping the inputs.
+    ///
+    /// # Safety
+    /// Every pointer addresses `len` elements `strides` apart (the output's
+    /// exclusively ours).
+    unsafe fn row_into[T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>](
+        o: *mut O, a: Src<T>, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> R,
+    ) => row_into_body;
+}
+
+/// [`row_into`] as built.
 ///
 /// # Safety
-/// Every pointer addresses `len` elements `strides` apart (the output's
-/// exclusively ours).
+/// As for [`row_into`].
 #[inline(always)]
-unsafe fn row_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
+unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     o: *mut O,
     a: Src<T>,
     b: Src<T>,
@@ -285,12 +278,22 @@ unsafe fn row_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     }
 }
 
-/// One row of `out = f(out, b)` (an in-place op).
+super::isa::twin! {
+    /// One row of `out = f(out, b)` (an in-place op).
+    ///
+    /// # Safety
+    /// As for [`row_into`]; `b` does not overlap the output.
+    unsafe fn row_inplace[T: Arith + Sink<T::C>](
+        o: *mut T, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> T::C,
+    ) => row_inplace_body;
+}
+
+/// [`row_inplace`] as built.
 ///
 /// # Safety
-/// As for [`row_into`]; `b` does not overlap the output.
+/// As for [`row_inplace`].
 #[inline(always)]
-unsafe fn row_inplace<T: Arith + Sink<T::C>>(
+unsafe fn row_inplace_body<T: Arith + Sink<T::C>>(
     o: *mut T,
     b: Src<T>,
     [so, _, sb]: [isize; 3],
@@ -300,7 +303,7 @@ unsafe fn row_inplace<T: Arith + Sink<T::C>>(
     // SAFETY (whole body): the caller's promise on every pointer and length.
     unsafe {
         if T::WIDE {
-            return row_into(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
+            return row_into_body(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
         }
         match b {
             Src::Mem(pb) if so == 1 && sb == 1 => {
@@ -350,16 +353,26 @@ pub(crate) enum Arg<'a> {
     Number(Scalar),
 }
 
+/// An operand's address (or value) and its element strides broadcast to
+/// `shape` (new leading and size-1 dimensions step 0), without building the
+/// broadcast tensor: one allocation, where a call's fixed cost is mostly
+/// allocations.
 fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
     match arg {
         Arg::Tensor(t) => {
-            let t = t
-                .broadcast_to(shape)
-                .expect("inputs broadcast to the output");
-            let strides = t
-                .layout()
-                .element_strides(size_of::<T>())
-                .expect("walkable");
+            let l = t.layout();
+            let lead = shape.len() - l.shape.len();
+            let size = size_of::<T>() as isize;
+            let mut strides = vec![0; shape.len()];
+            for (i, (&n, &s)) in l.shape.iter().zip(&l.strides).enumerate() {
+                if n != 1 {
+                    debug_assert!(
+                        n == shape[lead + i] && s % size == 0,
+                        "walkable, broadcastable"
+                    );
+                    strides[lead + i] = s / size;
+                }
+            }
             (Src::Mem(t.data_ptr().cast_const().cast()), strides)
         }
         Arg::Number(v) => (Src::Value(T::C::from_scalar(v)), vec![0; shape.len()]),
@@ -368,7 +381,7 @@ fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
 
 /// `out = f(a, b)` over `out`'s shape: `out` (of `O`, writable) overlaps
 /// neither input; tensor inputs (of `T`, walkable) broadcast to it.
-fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
+pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
     out: &Tensor,
     a: Arg,
     b: Arg,
@@ -400,7 +413,11 @@ fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Element>(
 }
 
 /// `out = f(out, b)` in place; `b` broadcasts to `out` and does not overlap it.
-fn map_inplace<T: Arith + Sink<T::C>>(out: &Tensor, b: Arg, f: impl Fn(T::C, T::C) -> T::C + Sync) {
+pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
+    out: &Tensor,
+    b: Arg,
+    f: impl Fn(T::C, T::C) -> T::C + Sync,
+) {
     let shape = out.shape();
     let (sb, kb) = source::<T>(b, shape);
     let ko = out
@@ -444,7 +461,14 @@ crate::binary_ops!(binary_dispatch);
 /// `out` and are walkable, `out` is writable. `out` overlaps neither input,
 /// unless `in_place`: `a` is `out` itself (and `b` a tensor apart or a number).
 pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
-    with_compute_element!(out.dtype(), T => binary_typed::<T>(out, a, b, op, in_place))
+    with_compute_element!(out.dtype(), T => {
+        if let (BinaryOp::Pow, Arg::Number(e)) = (op, b)
+            && super::pow::pow_by_number::<T>(out, a, e, in_place)
+        {
+            return;
+        }
+        binary_typed::<T>(out, a, b, op, in_place)
+    })
 }
 
 /// `out = a op b` into the bool tensor `out`, `a` and `b` of one dtype
@@ -521,12 +545,28 @@ mod tests {
     #[test]
     fn plans_collapse_contiguous_and_keep_broadcasts_apart() {
         let p = Plan::new(&[2, 3, 4], [&[12, 4, 1], &[12, 4, 1], &[0, 0, 0]]);
-        assert_eq!((p.shape, p.strides), (vec![24], vec![[1, 1, 0]]));
+        assert_eq!(p.dims, vec![(24, [1, 1, 0])]);
         // m + m[0]: b repeats along the first dimension.
         let p = Plan::new(&[5, 7], [&[7, 1], &[7, 1], &[0, 1]]);
-        assert_eq!(p.shape, vec![5, 7]);
+        assert_eq!(p.dims.iter().map(|d| d.0).collect::<Vec<_>>(), vec![5, 7]);
         let p = Plan::new(&[], [&[], &[], &[]]);
-        assert_eq!(p.shape, vec![1]);
+        assert_eq!(p.dims, vec![(1, [0; 3])]);
+    }
+
+    #[test]
+    fn walks_past_eight_dimensions() {
+        // Ten dimensions of 2 that never merge: b steps 1 along each.
+        let shape = [2; 10];
+        let out: Vec<isize> = (0..10).map(|d| 1 << (9 - d)).collect();
+        let b = [1; 10];
+        let p = Plan::new(&shape, [&out, &out, &b]);
+        assert_eq!(p.dims.len(), 10);
+        let mut seen = vec![];
+        p.walk(3, 1024, |off, len| seen.push((off[0], off[2], len)));
+        assert_eq!(seen.len(), 1021 / 2 + 1);
+        assert_eq!(seen[0], (3, 2, 1));
+        // b's offset counts the ones among the output's index bits.
+        assert!(seen.iter().all(|&(o, b, _)| o.count_ones() as isize == b));
     }
 
     #[test]

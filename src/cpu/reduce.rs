@@ -13,14 +13,17 @@
 //! reduced dimensions are first ordered by stride (a sum or an extreme does
 //! not depend on the order), so any permutation of a contiguous tensor reads
 //! contiguous runs. Work past [`PARALLEL_MIN`] elements is spread over
-//! rayon's threads.
+//! threads.
 
 use super::copy::materialize;
-use super::reduce_run::{Acc, Kernel, PARALLEL_MIN, Pairwise, better_of, extreme_run, sum_run};
+use super::parallel::{for_each, threads};
+use super::reduce_run::{
+    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, better_of, extreme, extreme_row, extreme_run,
+    sum_run,
+};
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
-use rayon::prelude::*;
 
 /// Columns per tile when accumulating whole rows.
 const TILE: usize = 256;
@@ -210,9 +213,9 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         }
     };
     if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
-        let tasks = (rayon::current_num_threads() * 4).min(outputs);
+        let tasks = (threads() * 4).min(outputs);
         let per = outputs.div_ceil(tasks);
-        (0..tasks).into_par_iter().for_each(|t| {
+        for_each(tasks, |t| {
             let start = (t * per).min(outputs);
             walk(kept, start, per.min(outputs - start), one);
         });
@@ -265,7 +268,7 @@ fn run_extreme<T: Kernel>(
     }
     let mut best: Option<(T, usize)> = None;
     gathered::<T>(base, off, run, |k, xs| {
-        let (v, at) = T::extreme(xs, max, true);
+        let (v, at) = extreme::<T>(xs, max, true);
         let cand = (v, k + at);
         best = Some(best.map_or(cand, |b| better_of(b, cand, max)));
     });
@@ -293,7 +296,7 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             let mut acc = [T::A::ZERO; TILE];
             let acc = &mut acc[..w];
             walk(red, 0, rows, |_, roff| {
-                T::add_row(acc, slice(base, koff + roff, w))
+                add_row::<T>(acc, slice(base, koff + roff, w))
             });
             acc.iter()
                 .enumerate()
@@ -306,7 +309,7 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             let mut at = [0i64; TILE];
             let at_w = if sink.indices != 0 { w } else { 0 };
             walk(red, 1, rows - 1, |r, roff| {
-                T::extreme_row(
+                extreme_row::<T>(
                     &mut best[..w],
                     &mut at[..at_w],
                     slice(base, koff + roff, w),
@@ -318,7 +321,7 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         }
     };
     if units > 1 && units / tiles * cols.n * rows >= PARALLEL_MIN {
-        (0..units).into_par_iter().for_each(unit);
+        for_each(units, unit);
     } else {
         (0..units).for_each(unit);
     }

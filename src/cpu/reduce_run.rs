@@ -6,13 +6,13 @@
 //! independent accumulators (16 additions each, as NumPy's 8 accumulators
 //! over blocks of 128), leaves combined by halving, so the error grows with
 //! `log n`. Floats accumulate in float64 (float16 and bfloat16 are widened
-//! to float32 a block at a time with `half`'s slice conversions, F16C where
-//! the CPU has it), integers and bools in wrapping int64, complex numbers in
+//! to float32 a block at a time, F16C where the CPU has it: `narrow.rs`), integers and bools in wrapping int64, complex numbers in
 //! complex128. The lanes are plain arrays the compiler vectorises.
 
 use super::arith::Arith;
+use super::narrow::NarrowSlice;
+use super::parallel::join;
 use crate::Scalar;
-use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
@@ -20,8 +20,11 @@ use num_complex::{Complex32, Complex64};
 pub(crate) const LEAF: usize = 256;
 /// Independent accumulators per leaf.
 const LANES: usize = 16;
-/// Work (elements) past which a reduction splits across rayon's threads
-/// (measured on 2 cores: below it the hand-off costs more than it saves).
+/// Work (elements) past which a reduction splits across threads, and the
+/// length from which one run is summed in two halves on two threads
+/// (measured on 2 cores, the caller taking part: sum of 2^17 float32 took
+/// 0.96 of one thread's time split once at 2^17 and 0.52 at 2^18; lowered
+/// from 2^17 to 2^16 for single runs).
 pub(crate) const PARALLEL_MIN: usize = 1 << 16;
 
 /// An accumulator: float64, wrapping int64 or complex128.
@@ -110,12 +113,14 @@ pub(crate) trait Kernel: Arith {
     /// The largest (or smallest) value of a non-empty run and its first
     /// position; the first NaN wins outright. The position may be
     /// `usize::MAX` when `need_pos` is false.
+    #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         let _ = need_pos;
         extreme_scalar(xs, max)
     }
     /// Per-column running winners updated with row `r`; `at` (the rows
     /// they came from) is empty when no positions are wanted.
+    #[inline(always)]
     fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
         if at.is_empty() {
             extreme_values_row(best, row, max)
@@ -123,6 +128,27 @@ pub(crate) trait Kernel: Arith {
             extreme_row_generic(best, at, row, r, max)
         }
     }
+}
+
+super::isa::twin! {
+    /// [`Kernel::leaf_sum`] for the CPU's instruction set.
+    pub(crate) fn leaf_sum[T: Kernel](xs: &[T]) -> T::A => T::leaf_sum;
+}
+super::isa::twin! {
+    /// [`Kernel::add_row`] for the CPU's instruction set.
+    pub(crate) fn add_row[T: Kernel](acc: &mut [T::A], row: &[T]) => T::add_row;
+}
+super::isa::twin! {
+    /// [`Kernel::extreme`] for the CPU's instruction set.
+    pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme;
+}
+super::isa::twin! {
+    /// [`Kernel::extreme_row`] for the CPU's instruction set.
+    pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row;
+}
+super::isa::twin! {
+    /// The leaf of [`numpy_pairwise`] (at most 128 elements).
+    fn numpy_leaf[](a: &[f64]) -> f64 => numpy_leaf_body;
 }
 
 /// The pairwise sum of a contiguous run, split across threads when long.
@@ -133,12 +159,12 @@ pub(crate) fn sum_run<T: Kernel>(xs: &[T]) -> T::A {
 /// Leaves of [`LEAF`] elements in lanes, halves added.
 fn lanes_pairwise<T: Kernel>(xs: &[T]) -> T::A {
     if xs.len() <= LEAF {
-        return T::leaf_sum(xs);
+        return leaf_sum(xs);
     }
     let mid = (xs.len() / LEAF / 2).max(1) * LEAF;
     let (l, r) = xs.split_at(mid);
-    if xs.len() >= 2 * PARALLEL_MIN {
-        let (a, b) = rayon::join(|| lanes_pairwise::<T>(l), || lanes_pairwise::<T>(r));
+    if xs.len() >= PARALLEL_MIN {
+        let (a, b) = join(|| lanes_pairwise::<T>(l), || lanes_pairwise::<T>(r));
         a.plus(b)
     } else {
         lanes_pairwise::<T>(l).plus(lanes_pairwise::<T>(r))
@@ -151,39 +177,46 @@ fn lanes_pairwise<T: Kernel>(xs: &[T]) -> T::A {
 /// long runs go to two threads, which changes no rounding.
 fn numpy_pairwise(a: &[f64]) -> f64 {
     let n = a.len();
-    if n < 8 {
-        return a.iter().fold(0.0, |res, &x| res + x);
-    }
     if n <= 128 {
-        let mut r = [0.0f64; 8];
-        r.copy_from_slice(&a[..8]);
-        let full = n - n % 8;
-        for c in a[8..full].chunks_exact(8) {
-            for (r, &x) in r.iter_mut().zip(c) {
-                *r += x;
-            }
-        }
-        let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        return a[full..].iter().fold(res, |res, &x| res + x);
+        return numpy_leaf(a);
     }
     let n2 = n / 2;
     let (l, r) = a.split_at(n2 - n2 % 8);
-    if n >= 2 * PARALLEL_MIN {
-        let (x, y) = rayon::join(|| numpy_pairwise(l), || numpy_pairwise(r));
+    if n >= PARALLEL_MIN {
+        let (x, y) = join(|| numpy_pairwise(l), || numpy_pairwise(r));
         x + y
     } else {
         numpy_pairwise(l) + numpy_pairwise(r)
     }
 }
 
+/// NumPy's `pairwise_sum` of at most 128 elements: 8 accumulators.
+#[inline(always)]
+fn numpy_leaf_body(a: &[f64]) -> f64 {
+    let n = a.len();
+    if n < 8 {
+        return a.iter().fold(0.0, |res, &x| res + x);
+    }
+    let mut r = [0.0f64; 8];
+    r.copy_from_slice(&a[..8]);
+    let full = n - n % 8;
+    for c in a[8..full].chunks_exact(8) {
+        for (r, &x) in r.iter_mut().zip(c) {
+            *r += x;
+        }
+    }
+    let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    a[full..].iter().fold(res, |res, &x| res + x)
+}
+
 /// [`Kernel::extreme`] split across threads when the run is long.
 pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
-    if xs.len() < 2 * PARALLEL_MIN {
-        return T::extreme(xs, max, need_pos);
+    if xs.len() < PARALLEL_MIN {
+        return extreme(xs, max, need_pos);
     }
     let mid = xs.len() / 2;
     let (l, r) = xs.split_at(mid);
-    let (a, b) = rayon::join(
+    let (a, b) = join(
         || extreme_run(l, max, need_pos),
         || extreme_run(r, max, need_pos),
     );
@@ -207,6 +240,7 @@ pub(crate) fn better_of<T: Arith>(a: (T, usize), b: (T, usize), max: bool) -> (T
 }
 
 /// The first winner by a plain scan (any type with `Arith`).
+#[inline(always)]
 pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
     let (mut best, mut at) = (xs[0], 0);
     if best.is_nan() {
@@ -225,6 +259,7 @@ pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
 
 /// Per-column update of running winners with one more row `r` (NaN wins
 /// and stays; ties keep the earlier row).
+#[inline(always)]
 pub(crate) fn extreme_row_generic<T: Arith>(
     best: &mut [T],
     at: &mut [i64],
@@ -242,6 +277,7 @@ pub(crate) fn extreme_row_generic<T: Arith>(
 
 /// [`extreme_row_generic`] without positions: a select per column the
 /// compiler vectorises.
+#[inline(always)]
 pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
     if max {
         for (b, &x) in best.iter_mut().zip(row) {
@@ -301,6 +337,7 @@ fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
 /// zero, matters).
 macro_rules! extreme_float {
     ($name:ident, $t:ty) => {
+        #[inline(always)]
         fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
             let mut best = [if max {
                 <$t>::NEG_INFINITY
@@ -350,6 +387,7 @@ extreme_float!(extreme_f64, f64);
 /// The winner of a non-empty integer run: lanes, then (if asked) a scan.
 macro_rules! extreme_int {
     ($name:ident, $t:ty) => {
+        #[inline(always)]
         fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
             let mut best = [xs[0]; LANES];
             let mut chunks = xs.chunks_exact(LANES);
@@ -386,15 +424,17 @@ macro_rules! int_kernel {
         extreme_int!($ext, $t);
         impl Kernel for $t {
             type A = i64;
-            #[inline]
+            #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> i64 {
                 lanes_i64(xs, |x| x as i64)
             }
+            #[inline(always)]
             fn add_row(acc: &mut [i64], row: &[Self]) {
                 for (a, &x) in acc.iter_mut().zip(row) {
                     *a = a.wrapping_add(x as i64);
                 }
             }
+            #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
                 $ext(xs, max, need_pos)
             }
@@ -406,10 +446,11 @@ int_kernel!(u8 => extreme_u8, i8 => extreme_i8, i16 => extreme_i16, u16 => extre
 
 impl Kernel for bool {
     type A = i64;
-    #[inline]
+    #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> i64 {
         lanes_i64(xs, |x| x as i64)
     }
+    #[inline(always)]
     fn add_row(acc: &mut [i64], row: &[Self]) {
         for (a, &x) in acc.iter_mut().zip(row) {
             *a += x as i64;
@@ -419,15 +460,17 @@ impl Kernel for bool {
 
 impl Kernel for f32 {
     type A = f64;
-    #[inline]
+    #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
         lanes_f64(xs, |x| x as f64)
     }
+    #[inline(always)]
     fn add_row(acc: &mut [f64], row: &[Self]) {
         for (a, &x) in acc.iter_mut().zip(row) {
             *a += x as f64;
         }
     }
+    #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         extreme_f32(xs, max, need_pos)
     }
@@ -435,7 +478,7 @@ impl Kernel for f32 {
 
 impl Kernel for f64 {
     type A = f64;
-    #[inline]
+    #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
         lanes_f64(xs, |x| x)
     }
@@ -443,11 +486,13 @@ impl Kernel for f64 {
         // NumPy adds the pairwise total to its identity, 0.0 (so -0.0 sums to 0.0).
         0.0 + numpy_pairwise(xs)
     }
+    #[inline(always)]
     fn add_row(acc: &mut [f64], row: &[Self]) {
         for (a, &x) in acc.iter_mut().zip(row) {
             *a += x;
         }
     }
+    #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         extreme_f64(xs, max, need_pos)
     }
@@ -458,29 +503,31 @@ macro_rules! half_kernel {
     ($($t:ty),*) => {$(
         impl Kernel for $t {
             type A = f64;
-            #[inline]
+            #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> f64 {
                 let mut buf = [0f32; LEAF];
                 let buf = &mut buf[..xs.len().min(LEAF)];
-                xs[..buf.len()].convert_to_f32_slice(buf);
+                <$t as NarrowSlice>::widen(&xs[..buf.len()], buf);
                 lanes_f64(buf, |x| x as f64)
             }
+            #[inline(always)]
             fn add_row(acc: &mut [f64], row: &[Self]) {
                 let mut buf = [0f32; LEAF];
                 for (acc, row) in acc.chunks_mut(LEAF).zip(row.chunks(LEAF)) {
                     let buf = &mut buf[..row.len()];
-                    row.convert_to_f32_slice(buf);
+                    <$t as NarrowSlice>::widen(row, buf);
                     for (a, &x) in acc.iter_mut().zip(buf.iter()) {
                         *a += x as f64;
                     }
                 }
             }
+            #[inline(always)]
             fn extreme(xs: &[Self], max: bool, _need_pos: bool) -> (Self, usize) {
                 let mut buf = [0f32; LEAF];
                 let mut best: Option<(Self, usize)> = None;
                 for (k, chunk) in xs.chunks(LEAF).enumerate() {
                     let buf = &mut buf[..chunk.len()];
-                    chunk.convert_to_f32_slice(buf);
+                    <$t as NarrowSlice>::widen(chunk, buf);
                     let (_, at) = extreme_f32(buf, max, true);
                     let cand = (chunk[at], k * LEAF + at);
                     if cand.0.is_nan() {
@@ -494,14 +541,15 @@ macro_rules! half_kernel {
                 }
                 best.unwrap_or((xs[0], 0))
             }
+            #[inline(always)]
             fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
                 // Both widened to float32 (exact), compared there; the
                 // winners are copied back as they were.
                 let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
                 for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
                     let n = row.len();
-                    best.convert_to_f32_slice(&mut b32[..n]);
-                    row.convert_to_f32_slice(&mut x32[..n]);
+                    <$t as NarrowSlice>::widen(best, &mut b32[..n]);
+                    <$t as NarrowSlice>::widen(row, &mut x32[..n]);
                     let old = b32;
                     if at.is_empty() {
                         extreme_values_row(&mut b32[..n], &x32[..n], max);
@@ -527,6 +575,7 @@ macro_rules! complex_kernel {
             fn leaf_sum(xs: &[Self]) -> Complex64 {
                 xs.iter().fold(Complex64::ZERO, |s, x| s + Complex64::new(x.re as f64, x.im as f64))
             }
+            #[inline(always)]
             fn add_row(acc: &mut [Complex64], row: &[Self]) {
                 for (a, x) in acc.iter_mut().zip(row) {
                     *a += Complex64::new(x.re as f64, x.im as f64);

@@ -59,12 +59,15 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     op.promotion().apply(promoted)
 }
 
-/// A Python number as the backend gets it: on the left of `-` or `/` it is
-/// first rounded to the op's dtype (PyTorch's `rsub`/`rdiv` wrap it in a
-/// tensor of that dtype); elsewhere it keeps its full precision and meets the
-/// tensor in the dtype's compute type (see [`Rhs::Scalar`]).
+/// A Python number as the backend gets it: for `+` and `-` (either side)
+/// and on the left of `/` it is first rounded to the op's dtype (PyTorch's
+/// add/sub kernels read the number cast to the common dtype, and `rdiv`
+/// wraps it in a tensor of that dtype: `half_x + 0.1` adds float16(0.1));
+/// elsewhere it keeps its full precision and meets the tensor in the dtype's
+/// compute type (see [`Rhs::Scalar`]).
 fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static> {
-    let value = if left && matches!(op, BinaryOp::Sub | BinaryOp::Div) {
+    let rounded = matches!(op, BinaryOp::Add | BinaryOp::Sub) || (left && op == BinaryOp::Div);
+    let value = if rounded {
         value.rounded_to(dtype)
     } else {
         value
@@ -127,8 +130,10 @@ fn elementwise<R>(
     number: impl Fn(Scalar, bool) -> Rhs<'static>,
     run: impl FnOnce(&Tensor, Rhs, Vec<usize>) -> Result<R>,
 ) -> Result<R> {
-    let cast_rhs: Tensor;
+    // Operands already of `dtype` are borrowed (a clone costs allocations).
+    let (cast_lhs, cast_rhs): (Tensor, Tensor);
     let (lhs, rhs) = match (a, b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) if y.dtype() == dtype => (x, Rhs::Tensor(y)),
         (Operand::Tensor(x), Operand::Tensor(y)) => {
             cast_rhs = y.to_dtype(dtype)?;
             (x, Rhs::Tensor(&cast_rhs))
@@ -140,12 +145,17 @@ fn elementwise<R>(
             "an operation needs at least one tensor operand, got only numbers"
         ),
     };
-    let lhs = lhs.to_dtype(dtype)?;
+    let lhs = if lhs.dtype() == dtype {
+        lhs
+    } else {
+        cast_lhs = lhs.to_dtype(dtype)?;
+        &cast_lhs
+    };
     let shape = match rhs {
         Rhs::Tensor(r) => broadcast_shapes(lhs.shape(), r.shape())?,
         Rhs::Scalar { .. } => lhs.shape().to_vec(),
     };
-    run(&lhs, rhs, shape)
+    run(lhs, rhs, shape)
 }
 
 /// An in-place op computes in `dtype` and writes into `dst`: refused, with

@@ -1,0 +1,193 @@
+//! float16 and bfloat16 slices to and from float32, the conversions every
+//! narrow-float loop runs a block at a time.
+//!
+//! `half`'s slice conversions use F16C when the CPU has it, but through a
+//! call per 8 elements (a `#[target_feature]` function cannot be inlined
+//! into baseline code), and convert bfloat16 element by element with a
+//! branch. Here float16 runs F16C over the whole block in one call when
+//! [`isa::avx2`](super::isa::avx2) allows (else `half`'s), and bfloat16 is
+//! plain bit arithmetic the compiler vectorises (inlined, so inside the AVX2
+//! loops of `isa::twin!` it is AVX2). Results are `half`'s to the bit:
+//! F16C rounds to nearest even as `half` does, and bfloat16 is
+//! `bf16::from_f32` without its branches.
+
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+
+/// A narrow float widened to and rounded from float32 a slice at a time.
+pub(crate) trait NarrowSlice: Sized + Copy {
+    /// `dst[i] = src[i]` as float32 (exact); the lengths are equal.
+    fn widen(src: &[Self], dst: &mut [f32]);
+    /// `dst[i] = src[i]` rounded to nearest even; the lengths are equal.
+    fn narrow(src: &[f32], dst: &mut [Self]);
+}
+
+impl NarrowSlice for f16 {
+    #[inline(always)]
+    fn widen(src: &[f16], dst: &mut [f32]) {
+        assert_eq!(src.len(), dst.len());
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if super::isa::avx2() {
+            // SAFETY: the CPU has F16C (checked); the lengths are equal.
+            return unsafe { f16c::widen(src, dst) };
+        }
+        src.convert_to_f32_slice(dst)
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [f16]) {
+        assert_eq!(src.len(), dst.len());
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if super::isa::avx2() {
+            // SAFETY: the CPU has F16C (checked); the lengths are equal.
+            return unsafe { f16c::narrow(src, dst) };
+        }
+        dst.convert_from_f32_slice(src)
+    }
+}
+
+impl NarrowSlice for bf16 {
+    #[inline(always)]
+    fn widen(src: &[bf16], dst: &mut [f32]) {
+        for (d, s) in dst.iter_mut().zip(src) {
+            // A NaN comes out quiet, as from `bf16::to_f32`.
+            let b = s.to_bits();
+            let b = if b & 0x7fff > 0x7f80 { b | 0x0040 } else { b };
+            *d = f32::from_bits((b as u32) << 16);
+        }
+    }
+
+    #[inline(always)]
+    fn narrow(src: &[f32], dst: &mut [bf16]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = bf16_from_f32(x);
+        }
+    }
+}
+
+/// `bf16::from_f32` (round to nearest even, NaN kept and made quiet)
+/// without its branches, so loops of it vectorise.
+#[inline(always)]
+pub(crate) fn bf16_from_f32(x: f32) -> bf16 {
+    let b = x.to_bits();
+    let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    let quiet = ((b >> 16) | 0x0040) as u16;
+    bf16::from_bits(if nan { quiet } else { rounded })
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod f16c {
+    use half::f16;
+    use std::arch::x86_64::*;
+
+    /// float16 to float32, 8 at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX and F16C; `src` and `dst` have one length.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen(src: &[f16], dst: &mut [f32]) {
+        let n = src.len();
+        let (s, d) = (src.as_ptr().cast::<u16>(), dst.as_mut_ptr());
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: elements i..i + 8 lie inside both slices.
+            unsafe {
+                let v = _mm_loadu_si128(s.add(i).cast());
+                _mm256_storeu_ps(d.add(i), _mm256_cvtph_ps(v));
+            }
+            i += 8;
+        }
+        if i < n {
+            let (mut a, mut b) = ([0u16; 8], [0f32; 8]);
+            // SAFETY: the n - i < 8 remaining elements of src.
+            unsafe { std::ptr::copy_nonoverlapping(s.add(i), a.as_mut_ptr(), n - i) };
+            // SAFETY: a and b hold 8 elements each.
+            unsafe {
+                _mm256_storeu_ps(
+                    b.as_mut_ptr(),
+                    _mm256_cvtph_ps(_mm_loadu_si128(a.as_ptr().cast())),
+                )
+            };
+            dst[i..].copy_from_slice(&b[..n - i]);
+        }
+    }
+
+    /// float32 to float16 rounded to nearest even, 8 at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX and F16C; `src` and `dst` have one length.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn narrow(src: &[f32], dst: &mut [f16]) {
+        let n = src.len();
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u16>());
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: elements i..i + 8 lie inside both slices.
+            unsafe {
+                let v = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(s.add(i)));
+                _mm_storeu_si128(d.add(i).cast(), v);
+            }
+            i += 8;
+        }
+        if i < n {
+            let (mut a, mut b) = ([0f32; 8], [0u16; 8]);
+            a[..n - i].copy_from_slice(&src[i..]);
+            // SAFETY: a and b hold 8 elements each.
+            unsafe {
+                let v = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(a.as_ptr()));
+                _mm_storeu_si128(b.as_mut_ptr().cast(), v);
+            }
+            for (o, &x) in dst[i..].iter_mut().zip(&b) {
+                *o = f16::from_bits(x);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every float16 and bfloat16 widens as `half` does; float32 values
+    /// around every narrow value (ties, NaN payloads, overflow,
+    /// subnormals) round as `half` rounds them.
+    #[test]
+    fn conversions_equal_halfs_bit_for_bit() {
+        let step = if cfg!(miri) { 997 } else { 1 };
+        let bits: Vec<u16> = (0..=u16::MAX).step_by(step).collect();
+        let h: Vec<f16> = bits.iter().map(|&b| f16::from_bits(b)).collect();
+        let g: Vec<bf16> = bits.iter().map(|&b| bf16::from_bits(b)).collect();
+        let mut w = vec![0f32; bits.len()];
+        f16::widen(&h, &mut w);
+        for (x, y) in h.iter().zip(&w) {
+            assert_eq!(x.to_f32().to_bits(), y.to_bits());
+        }
+        bf16::widen(&g, &mut w);
+        for (x, y) in g.iter().zip(&w) {
+            assert_eq!(x.to_f32().to_bits(), y.to_bits());
+        }
+        // float32s near each bfloat16/float16: exact, ties and neighbours.
+        let mut xs: Vec<f32> = Vec::new();
+        for &b in &bits {
+            let base = (b as u32) << 16;
+            for off in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0xffff] {
+                xs.push(f32::from_bits(base | off));
+            }
+        }
+        let mut hs = vec![f16::ZERO; xs.len()];
+        f16::narrow(&xs, &mut hs);
+        for (x, y) in xs.iter().zip(&hs) {
+            let want = f16::from_f32(*x);
+            assert!(
+                want.to_bits() == y.to_bits() || (want.is_nan() && y.is_nan()),
+                "{x:e}"
+            );
+        }
+        let mut gs = vec![bf16::ZERO; xs.len()];
+        bf16::narrow(&xs, &mut gs);
+        for (x, y) in xs.iter().zip(&gs) {
+            assert_eq!(bf16::from_f32(*x).to_bits(), y.to_bits(), "{x:e}");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Splitting CPU work across threads, the calling thread taking part.
+//!
+//! rayon's `scope`/`join` called from a thread outside its pool (Python's)
+//! hand the whole job to the pool and put the caller to sleep: every call
+//! pays a worker's wake-up and then the caller's. Here the caller starts
+//! right away on the pieces and the pool's workers join in as they wake,
+//! claiming pieces from a counter; the caller waits only for pieces another
+//! thread has claimed (which are running), never for a worker to wake. This
+//! is how OpenMP's master thread works in NumPy's and torch's loops, and it
+//! keeps a 10^5-element loop from costing more on two threads than on one.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Threads for large loops: `DLBRIDGE_NUM_THREADS`, else rayon's (the cores).
+pub(crate) fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("DLBRIDGE_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(rayon::current_num_threads)
+    })
+}
+
+/// A type-erased `Fn(piece)` whose borrow the helpers may outlive: they
+/// only call it after claiming a piece, and the owner waits for every
+/// claimed piece before the borrow ends.
+struct Job {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    pieces: usize,
+    panicked: AtomicBool,
+    part: *const (dyn Fn(usize) + Sync + 'static),
+}
+
+// SAFETY: `part` is Sync and is only called while its owner waits in
+// `for_each` (see `run`); the counters are atomics.
+unsafe impl Send for Job {}
+// SAFETY: as above.
+unsafe impl Sync for Job {}
+
+impl Job {
+    /// Claims and runs pieces until none is left.
+    fn run(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.pieces {
+                return;
+            }
+            // SAFETY: piece i is claimed and not yet counted done, so the
+            // owner is still waiting in `for_each` and `part` is alive.
+            let part = unsafe { &*self.part };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| part(i))).is_err() {
+                self.panicked.store(true, Ordering::Relaxed);
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// Runs `f(i)` for every `i` in `0..pieces`, on this thread and, when
+/// `pieces > 1` and more threads are allowed, on rayon's workers as they
+/// become free. Returns once every piece has run; a panic in a piece is
+/// raised here.
+pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
+    // Miri first: asking rayon for its threads starts its pool, whose
+    // crossbeam-epoch Stacked Borrows rejects.
+    if cfg!(miri) || pieces < 2 || threads() == 1 {
+        return (0..pieces).for_each(f);
+    }
+    let helpers = threads().min(pieces) - 1;
+    if rayon::current_thread_index().is_some() {
+        // Nested in a worker: rayon's own splitting never blocks a worker.
+        use rayon::prelude::*;
+        return (0..pieces).into_par_iter().for_each(&f);
+    }
+    let part: &(dyn Fn(usize) + Sync) = &f;
+    // SAFETY: only the lifetime is erased; `Job::run` calls `part` for
+    // claimed pieces alone, and this function returns (and `f` drops) only
+    // after every claimed piece is done (`pieces` claims all there are).
+    let part: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(part) };
+    let job = Arc::new(Job {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        pieces,
+        panicked: AtomicBool::new(false),
+        part,
+    });
+    for _ in 0..helpers {
+        let job = Arc::clone(&job);
+        rayon::spawn(move || job.run());
+    }
+    job.run();
+    // Every piece is claimed now; wait for those still running elsewhere.
+    let mut spins = 0u32;
+    while job.done.load(Ordering::Acquire) < pieces {
+        if spins < 1 << 12 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    if job.panicked.load(Ordering::Relaxed) {
+        panic!("a parallel CPU loop panicked");
+    }
+}
+
+/// `(a(), b())`, the two possibly on two threads (this one runs whichever
+/// it claims first; results do not depend on which).
+pub(crate) fn join<A: Send, B: Send>(
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if rayon::current_thread_index().is_some() {
+        return rayon::join(a, b);
+    }
+    let (fa, fb) = (
+        std::sync::Mutex::new(Some(a)),
+        std::sync::Mutex::new(Some(b)),
+    );
+    let (ra, rb) = (std::sync::Mutex::new(None), std::sync::Mutex::new(None));
+    for_each(2, |i| {
+        if i == 0 {
+            let f = fa.lock().unwrap().take().expect("run once");
+            *ra.lock().unwrap() = Some(f());
+        } else {
+            let f = fb.lock().unwrap().take().expect("run once");
+            *rb.lock().unwrap() = Some(f());
+        }
+    });
+    let a = ra.into_inner().unwrap().expect("piece 0 ran");
+    let b = rb.into_inner().unwrap().expect("piece 1 ran");
+    (a, b)
+}
+
+/// Calls `part(start, end)` over `0..n` in pieces of whole multiples of
+/// `align` elements, threaded from `min` elements on.
+pub(crate) fn for_range(n: usize, min: usize, align: usize, part: impl Fn(usize, usize) + Sync) {
+    // The size first: a small loop never asks for rayon's pool.
+    if n < min || cfg!(miri) || threads() == 1 {
+        return part(0, n);
+    }
+    let threads = threads();
+    // A few pieces per thread, so a thread that starts late takes fewer.
+    let chunk = n.div_ceil(threads * 4).next_multiple_of(align).max(min / 4);
+    let pieces = n.div_ceil(chunk);
+    for_each(pieces, |i| part(i * chunk, ((i + 1) * chunk).min(n)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_piece_runs_once() {
+        let hits: Vec<AtomicUsize> = (0..37).map(|_| AtomicUsize::new(0)).collect();
+        for_each(37, |i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+        let seen = std::sync::Mutex::new(vec![]);
+        for_range(1000, 10, 64, |s, e| seen.lock().unwrap().push((s, e)));
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        assert_eq!(seen.first().unwrap().0, 0);
+        assert_eq!(seen.last().unwrap().1, 1000);
+        assert!(seen.windows(2).all(|w| w[0].1 == w[1].0));
+        assert_eq!(join(|| 1, || "b"), (1, "b"));
+    }
+}

@@ -1,0 +1,69 @@
+//! `x ** e` for a number `e` PyTorch computes without `pow`: `x * x` for 2
+//! is exact where `powf` costs a hundred times more. Which exponents, and
+//! how, per dtype, follows ATen's `pow_tensor_scalar_kernel` (and `pow_out`,
+//! which fills 1 for 0 and copies for 1), so the results are torch's bits:
+//!
+//! - float32, float64, bfloat16: 2 `x*x`, 3 `x*x*x`, 0.5 `sqrt`, -0.5
+//!   `1/sqrt`, -1 `1/x`, -2 `1/(x*x)`; bfloat16 rounds `x*x` to bfloat16
+//!   before the next step, as torch's bfloat16 arithmetic does. `sqrt` is
+//!   correctly rounded (as NumPy's `x ** 0.5`); torch's SLEEF square root
+//!   and its `rsqrt` are within an ulp of `sqrt` and `1/sqrt`, and give the
+//!   same at the edges (`-0` to `-0` and `-inf`, `-inf` to NaN, where `pow`
+//!   gives `+0` and `+inf`).
+//! - float16: 2 only (torch calls `pow` for the rest; `x*x` is exact in
+//!   float32, so it is `pow`'s correctly rounded result).
+//! - integers: 2 and 3, wrapping as `pow` does.
+//! - every real dtype: 0 gives 1 (NaN too), 1 the input.
+//!
+//! Complex numbers and bools keep the general path.
+
+use super::arith::Arith;
+use super::elementwise::{Arg, Sink, map_inplace, map_into};
+use crate::{Category, Element, Scalar, Tensor};
+
+/// `out = a ** e` (`in_place`: `a` is `out`) when `e` has a special form
+/// for this dtype; false (nothing written) otherwise.
+pub(crate) fn pow_by_number<T: Arith + Sink<T::C>>(
+    out: &Tensor,
+    a: Arg,
+    e: Scalar,
+    in_place: bool,
+) -> bool {
+    let e = match e {
+        Scalar::Int(i) => i as f64,
+        Scalar::Float(f) => f,
+        Scalar::Bool(b) => f64::from(u8::from(b)),
+        Scalar::Complex(..) => return false,
+    };
+    let float = match T::DTYPE.category() {
+        Category::Floating => true,
+        Category::Integral => false,
+        Category::Bool | Category::Complex => return false,
+    };
+    let all = float && T::DTYPE != crate::DType::F16;
+    let one = T::C::from_scalar(Scalar::Int(1));
+    // The value rounded to the dtype (a no-op but for bfloat16 and float16).
+    let round = |x: T::C| T::narrow(x).widen();
+    let unused = Arg::Number(Scalar::Int(0));
+    macro_rules! run {
+        ($f:expr) => {{
+            if in_place {
+                map_inplace::<T>(out, unused, $f)
+            } else {
+                map_into::<T, T::C, T>(out, a, unused, $f)
+            }
+            true
+        }};
+    }
+    match e {
+        0.0 => run!(move |_, _| one),
+        1.0 => run!(|x, _| x),
+        2.0 => run!(|x: T::C, _| x.mul(x)),
+        3.0 if all || !float => run!(move |x: T::C, _| round(x.mul(x)).mul(x)),
+        0.5 if all => run!(|x: T::C, _| x.sqrt()),
+        -0.5 if all => run!(move |x: T::C, _| one.div(x.sqrt())),
+        -1.0 if all => run!(move |x: T::C, _| one.div(x)),
+        -2.0 if all => run!(move |x: T::C, _| one.div(round(x.mul(x)))),
+        _ => false,
+    }
+}

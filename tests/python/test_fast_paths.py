@@ -1,0 +1,164 @@
+"""The CPU's fast paths against PyTorch, bit for bit: `x ** number` for the
+exponents computed without `pow` (src/cpu/pow.rs), a Python number added to
+a float16/bfloat16 tensor (rounded to the dtype first, as torch), the AVX2
+copies of the loops against the baseline ones (src/cpu/isa.rs), and loops
+long enough to split across threads (src/cpu/parallel.rs)."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+EXPONENTS = [0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.0, 3.0, 0.0, 1.0, -1.0, -2.0, 1.5, 4, True, False, -0.0]
+SPECIALS = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, 3e38, -3e38, 1e-45, 65504.0, 7e-8]
+
+
+def sample(dtype, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    td = getattr(torch, dtype)
+    if td.is_floating_point:
+        x = torch.randn(n, generator=g, dtype=torch.float64) * 4
+        k = min(n, len(SPECIALS))
+        x[:k] = torch.tensor(SPECIALS[:k], dtype=torch.float64)
+        # Values whose squares and cubes sit at rounding ties of the narrow types.
+        x[k : 2 * k] = torch.randint(-300, 300, (min(k, max(0, n - k)),), generator=g).double() / 16
+        return x[torch.randperm(n, generator=g)].to(td)
+    info = torch.iinfo(td)
+    x = torch.randint(max(info.min, -2000), min(info.max, 2000) + 1, (n,), generator=g, dtype=torch.int64)
+    if n >= 2:
+        x[0], x[1] = info.min, info.max
+    return x.to(td)
+
+
+def exact(got, want, ulp=False):
+    """Equal bits (NaN as NaN); `ulp`: within torch's tolerance where both are
+    finite and nonzero, equal elsewhere (signed zeros, infinities, NaN)."""
+    got = torch.from_dlpack(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if ulp:
+        edge = ~torch.isfinite(want) | (want == 0)
+        exact(db.from_dlpack(got[edge].contiguous()), want[edge])
+        torch.testing.assert_close(got, want, equal_nan=True)
+        real = ~want.isnan()
+        assert torch.equal(got[real].signbit(), want[real].signbit())
+    elif want.is_floating_point():
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    else:
+        assert torch.equal(got, want)
+
+
+def torch_supports(x, e):
+    try:
+        x[:2] ** e
+        return True
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+@pytest.mark.parametrize("e", EXPONENTS, ids=repr)
+def test_pow_by_a_number_is_torchs_bit_for_bit(dtype, e):
+    """Bit for bit for the exponents computed without `pow`; within an ulp for
+    the rest (`pow` against torch's SLEEF) and for 0.5 (torch's SLEEF square
+    root is off by an ulp now and then; dlbridge's is correctly rounded, as
+    NumPy's `x ** 0.5`)."""
+    ulp = e not in (0, 1, 2, 3, -1, -2)
+    for n in [1, 7, 255, 1001, 70_003]:
+        x = sample(dtype, n, n)
+        if not torch_supports(x, e):
+            with pytest.raises(RuntimeError):
+                db.from_dlpack(x.clone()) ** e
+            return
+        got = db.from_dlpack(x.clone()) ** e
+        exact(got, x**e, ulp)
+        if e == 0.5 and dtype in ("float32", "float64"):
+            np_x = x.numpy()
+            assert np.array_equal(np.from_dlpack(got), np_x ** np_x.dtype.type(e), equal_nan=True)
+    # Strided views, 2-D, and in place through a view.
+    m = sample(dtype, 64 * 33, 5).reshape(64, 33)
+    d = db.from_dlpack(m)
+    for view in (lambda z: z[::2, 1::3], lambda z: z.T, lambda z: z[:, :1], lambda z: z[5:40]):
+        exact(view(d) ** e, view(m) ** e, ulp)
+    want = m.clone()
+    t = db.from_dlpack(m.clone())
+    if (want[::3] ** e).dtype == want.dtype:
+        want[::3].pow_(e)
+        t[::3].pow_(e)
+        exact(t, want, ulp)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("number", [0.1, 1 / 3, 1e-3, 3.3, -2.7, 1e5, 1e-8])
+def test_numbers_added_to_narrow_floats_round_as_torch(dtype, number):
+    x = sample(dtype, 20_011, 3) * 10
+    for op in (lambda a, b: a + b, lambda a, b: a - b, lambda a, b: b + a, lambda a, b: b - a):
+        exact(op(db.from_dlpack(x.clone()), number), op(x, number))
+    t, want = db.from_dlpack(x.clone()), x.clone()
+    t.add_(number)
+    want.add_(number)
+    exact(t, want)
+    t.sub_(number)
+    want.sub_(number)
+    exact(t, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "float64"])
+def test_long_loops_split_across_threads_match_torch(dtype):
+    n = 1_000_003
+    x, y = sample(dtype, n, 1), sample(dtype, n, 2)
+    a, b = db.from_dlpack(x), db.from_dlpack(y)
+    exact(a + b, x + y)
+    exact(a * 3, x * 3)
+    exact(a < b, x < y)
+    exact(a[:-1:3] - b[1::3], x[:-1:3] - y[1::3])
+    if dtype != "int32":
+        exact(a.to(db.float32), x.to(torch.float32))
+        exact(db.from_dlpack(x.float()).to(getattr(db, dtype)), x.float().to(x.dtype))
+
+
+BASELINE_CHECK = r"""
+import hashlib, sys, torch, dlbridge as db
+sys.path.insert(0, {here!r})
+from test_fast_paths import sample
+out = hashlib.sha256()
+def put(t):
+    t = torch.from_dlpack(t).reshape(-1)
+    if t.is_floating_point():  # one NaN for all: operand order picks the payload and sign
+        t = torch.where(t.isnan(), torch.full_like(t, float("nan")), t)
+    out.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+for dtype in ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8"]:
+    for n in [7, 9, 257, 5003, 300_007]:
+        x, y = sample(dtype, n, 7), sample(dtype, n, 8)
+        a, b = db.from_dlpack(x), db.from_dlpack(y)
+        for r in (a + b, a - b, a * b, a * 3, a < b, a >= b, a ** 2, -a, abs(a), a.maximum(b)):
+            put(r)
+        if x.is_floating_point():
+            for r in (a / b, a.sqrt(), a.exp(), a.log(), a ** 3, a ** -2):
+                put(r)
+        put(a.sum()); put(a.amax())
+        m = a[: n - n % 7].reshape(-1, 7)
+        put(m.sum(0)); put(m.sum(1)); put(m.amax(0)); put(m.amax(1))
+        for d in ["float16", "bfloat16", "float32", "float64", "int32", "int64"]:
+            put(a.to(getattr(db, d)))
+print(out.hexdigest())
+"""
+
+
+def test_avx2_loops_give_the_baseline_loops_bits():
+    """Every op, sum and cast over every dtype gives the same values (NaN
+    as NaN) from the AVX2 copies of the loops as from the baseline ones."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = BASELINE_CHECK.format(here=here)
+    runs = {}
+    for isa in ("baseline", "detect"):
+        env = dict(os.environ, DLBRIDGE_ISA=isa)
+        runs[isa] = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    assert runs["baseline"] == runs["detect"]
