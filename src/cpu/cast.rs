@@ -277,7 +277,7 @@ mod tests {
                 let mut dst = vec![<$d as bytemuck::Zeroable>::zeroed(); src.len()];
                 <$s as CastSlice<$d>>::cast_slice(&src, &mut dst);
                 for (s, d) in src.iter().zip(&dst) {
-                    let want: $d = s.cast();
+                    let want: $d = crate::Element::cast(*s);
                     assert_eq!(
                         format!("{:?}", want.to_scalar()),
                         format!("{:?}", d.to_scalar()),

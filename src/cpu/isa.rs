@@ -15,6 +15,7 @@
 /// `DLBRIDGE_ISA` is not `baseline` (which runs the baseline copies, for
 /// tests and comparisons). Decided once.
 #[inline(always)]
+#[cfg_attr(miri, allow(dead_code))] // Miri runs the baseline copies only
 pub(crate) fn avx2() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
