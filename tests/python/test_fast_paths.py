@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import dlbridge as db
+from conftest import python_env
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
@@ -159,6 +160,9 @@ def test_avx2_loops_give_the_baseline_loops_bits():
     code = BASELINE_CHECK.format(here=here)
     runs = {}
     for isa in ("baseline", "detect"):
-        env = dict(os.environ, DLBRIDGE_ISA=isa)
-        runs[isa] = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+        # python_env: under make test-asan the child needs the ASan runtime preloaded.
+        env = python_env(dict(os.environ, DLBRIDGE_ISA=isa))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, f"DLBRIDGE_ISA={isa}:\n{r.stderr}"
+        runs[isa] = r.stdout
     assert runs["baseline"] == runs["detect"]
