@@ -11,7 +11,7 @@
 
 use super::arg::{Producers, Rhs, Value, read, rhs};
 use super::args::to_scalar;
-use super::creation::tensor_from_data;
+use super::creation::tensor_from_nested;
 use super::dtype::extract_opt_dtype;
 use super::errors::{IntoPyResult, type_name, warn_if_imaginary_dropped};
 use super::tensor::{PyTensor, maybe_detach};
@@ -135,7 +135,7 @@ pub(crate) fn copy_<'py>(
     let src = match read(src, Producers::Import)? {
         Value::Tensor { tensor, .. } => tensor,
         Value::Scalar(s) => Tensor::full(&[], s, this.inner.dtype(), this.inner.device()).py()?,
-        Value::Other => tensor_from_data(py, src, None, None)?,
+        Value::Other => tensor_from_nested(src, None, None)?,
     };
     let dst = &this.inner;
     warn_if_imaginary_dropped(py, src.dtype(), dst.dtype())?;

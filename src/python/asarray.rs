@@ -10,7 +10,7 @@
 //! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::arg::{Producers, Value, read};
-use super::creation::tensor_from_data;
+use super::creation::tensor_from_nested;
 use super::device::extract_opt_device;
 use super::dtype::extract_opt_dtype;
 use super::errors::IntoPyResult;
@@ -81,7 +81,7 @@ fn convert<'py>(
                 "can't alias arbitrary sequence into a tensor.",
             ));
         }
-        let t = tensor_from_data(py, data, dtype, device)?;
+        let t = tensor_from_nested(data, dtype, device)?;
         return finish(py, t, requires_grad);
     };
     let dt = dtype.unwrap_or(src.dtype());

@@ -1,9 +1,11 @@
 //! Tensor factories: `Tensor(...)`, `tensor`, `zeros`, `ones`, `empty`,
 //! `full`, `arange`, `eye`, `rand` and the `*_like` forms, with PyTorch's
-//! defaults; and `tensor_from_data`, the copy of any data they take.
+//! defaults; and `tensor_from_data`, the copy of any data they take
+//! (`tensor_from_nested` for data already read as no tensor).
 //!
-//! Layer: above the readers of data (`numpy`, `nested`, `dlpack_import`);
-//! `arith` and `index` use `tensor_from_data`, `methods` the constructor.
+//! Layer: above `arg` (the one reader of tensor arguments) and `nested`;
+//! `arith`, `index` and `asarray` use `tensor_from_data`/`tensor_from_nested`,
+//! `methods` the constructor.
 //! (errors, capsule, dtype -> device -> tensor -> numpy -> pickle -> args -> nested,
 //! exchange_api -> dlpack_export, dlpack_import -> arg -> api, creation -> convert,
 //! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
@@ -67,22 +69,41 @@ pub(crate) fn tensor_from_data(
     dtype: Option<DType>,
     device: Option<Device>,
 ) -> PyResult<Tensor> {
-    let fresh = match read(data, Producers::Import)? {
+    match read(data, Producers::Import)? {
         Value::Tensor { tensor: src, .. } => {
             let dt = dtype.unwrap_or(src.dtype());
             let n = src.numel();
-            maybe_detach(py, n, || -> crate::Result<Tensor> {
+            let fresh = maybe_detach(py, n, || -> crate::Result<Tensor> {
                 let out = Tensor::empty(src.shape(), dt, Device::CPU)?;
                 out.copy_(&src.to_device(Device::CPU)?)?;
                 Ok(out)
             })
-            .py()?
+            .py()?;
+            placed(fresh, device)
         }
-        Value::Scalar(_) | Value::Other => tensor_from_parsed(&parse_nested(data)?, dtype).py()?,
-    };
+        Value::Scalar(_) | Value::Other => tensor_from_nested(data, dtype, device),
+    }
+}
+
+/// A fresh tensor from nested sequences and numbers: `data` that
+/// [`read`] found no tensor memory in (callers that already read it come
+/// here directly rather than reading it again).
+pub(crate) fn tensor_from_nested(
+    data: &Bound<'_, PyAny>,
+    dtype: Option<DType>,
+    device: Option<Device>,
+) -> PyResult<Tensor> {
+    placed(
+        tensor_from_parsed(&parse_nested(data)?, dtype).py()?,
+        device,
+    )
+}
+
+/// `t` (made on the host) on `device`.
+fn placed(t: Tensor, device: Option<Device>) -> PyResult<Tensor> {
     match device {
-        Some(d) if !d.is_cpu() => fresh.to_device(d).py(),
-        _ => Ok(fresh),
+        Some(d) if !d.is_cpu() => t.to_device(d).py(),
+        _ => Ok(t),
     }
 }
 

@@ -40,15 +40,13 @@ pub(crate) fn dlpack_keywords(
     requires_grad: bool,
     [stream, max_version, dl_device, copy]: [Option<Borrowed<'_, '_, PyAny>>; 4],
 ) -> PyResult<Py<PyAny>> {
-    let max_version = max_version
-        .filter(|v| !v.is_none())
-        .map(read_max_version)
-        .transpose()?;
+    // An explicit `None` arrives as `None` from both callers (fastcall's
+    // keyword slots and pyo3's `Option` arguments).
+    let max_version = max_version.map(read_max_version).transpose()?;
     let dl_device = dl_device
-        .filter(|v| !v.is_none())
         .map(|v| pair(v, "dl_device must be a tuple of two integers"))
         .transpose()?;
-    let copy = copy.filter(|v| !v.is_none()).map(copy_flag).transpose()?;
+    let copy = copy.map(copy_flag).transpose()?;
     dlpack(py, t, requires_grad, stream, max_version, dl_device, copy)
 }
 

@@ -8,7 +8,7 @@
 //! arith, index, asarray, cuda, sharing -> methods -> package -> mod.rs)
 
 use super::arg::{Producers, Value, read};
-use super::creation::tensor_from_data;
+use super::creation::{tensor_from_data, tensor_from_nested};
 use super::errors::IntoPyResult;
 use super::tensor::{PyTensor, maybe_detach};
 use crate::{DType, Device, Selection, Tensor, ops};
@@ -46,7 +46,7 @@ pub(crate) fn setitem(
         let v = match read(value, Producers::Import)? {
             Value::Scalar(s) => Tensor::full(&[], s, dt, Device::CPU).py()?,
             Value::Tensor { tensor, .. } => tensor,
-            Value::Other => tensor_from_data(py, value, Some(dt), None)?,
+            Value::Other => tensor_from_nested(value, Some(dt), None)?,
         };
         return maybe_detach(py, view.numel(), || {
             ops::index_put(&view, &key.advanced, &v)
@@ -60,7 +60,7 @@ pub(crate) fn setitem(
             maybe_detach(py, view.numel(), || view.copy_(&t)).py()
         }
         Value::Other => {
-            let t = tensor_from_data(py, value, None, None)?;
+            let t = tensor_from_nested(value, None, None)?;
             view.copy_(&t).py()
         }
     }

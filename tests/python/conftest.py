@@ -149,6 +149,32 @@ COMPLEX_NAMES = ["complex64", "complex128"]
 INT_NAMES = ["uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"]
 
 
+class OldStyleProducer:
+    """A producer predating DLPack 1.0: its `__dlpack__` takes no `max_version` (as ONNX
+    Runtime's OrtValue), so consumers must retry without it, as the spec says."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, stream=None):
+        return self.x.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+@pytest.fixture(scope="session")
+def ext():
+    """examples/pyo3-scale's module (`dlbridge_scale`), which `make test` builds
+    (`make example-pyo3`); without it the tests that use it fail with that hint, since
+    they are what shows the pyo3 layer works from another crate."""
+    try:
+        import dlbridge_scale
+    except ImportError:
+        pytest.fail("dlbridge_scale is not installed: `make example-pyo3` builds it (make test does)")
+    return dlbridge_scale
+
+
 def sample(name, shape=(2, 3)):
     """A small array of the given dtype name with distinct, exactly representable values."""
     dt = NP_DTYPE[name]

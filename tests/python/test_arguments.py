@@ -9,19 +9,7 @@ import pytest
 import torch
 
 import dlbridge as db
-
-
-class OldProducer:
-    """A producer predating DLPack 1.0 (no max_version keyword), as ONNX Runtime's OrtValue."""
-
-    def __init__(self, x):
-        self.x = x
-
-    def __dlpack__(self, stream=None):
-        return self.x.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self.x.__dlpack_device__()
+from conftest import OldStyleProducer
 
 
 def _sources():
@@ -55,7 +43,7 @@ def _sources():
 
     def old_producer():
         a = np.arange(6, dtype=np.float32)
-        return OldProducer(a), a.ctypes.data, a.tolist()
+        return OldStyleProducer(a), a.ctypes.data, a.tolist()
 
     return [
         ("dlbridge", dlbridge_tensor),

@@ -14,20 +14,10 @@ import pytest
 import torch
 
 import dlbridge as db
-
-try:
-    import dlbridge_scale as ext
-except ImportError:  # pragma: no cover - the hint is the test result
-    ext = None
+from conftest import OldStyleProducer
 
 
-@pytest.fixture(autouse=True)
-def built():
-    if ext is None:
-        pytest.fail("dlbridge_scale is not installed: `make example-pyo3` builds it (make test does)")
-
-
-def test_scale_returns_a_tensor_every_framework_takes_zero_copy():
+def test_scale_returns_a_tensor_every_framework_takes_zero_copy(ext):
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     out = ext.scale(x, 2.5)
     assert type(out).__name__ == "DLPackTensor"
@@ -46,7 +36,7 @@ def test_scale_returns_a_tensor_every_framework_takes_zero_copy():
     np.testing.assert_array_equal(x.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
-def test_scale_takes_jax_and_returns_to_jax():
+def test_scale_takes_jax_and_returns_to_jax(ext):
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     x = jnp.arange(4, dtype=jnp.float32)
@@ -56,19 +46,19 @@ def test_scale_takes_jax_and_returns_to_jax():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64, np.int32])
-def test_scale_of_numpy_dtypes_as_torch(dtype):
+def test_scale_of_numpy_dtypes_as_torch(ext, dtype):
     a = np.arange(-3, 4).astype(dtype)
     out = torch.from_dlpack(ext.scale(a, 2.0))
     assert out.dtype == (torch.from_numpy(a) * 2.0).dtype
     torch.testing.assert_close(out, torch.from_numpy(a) * 2.0)
 
 
-def test_scale_of_a_strided_view():
+def test_scale_of_a_strided_view(ext):
     x = torch.arange(24, dtype=torch.float64).reshape(4, 6)[::2, 1::2]
     torch.testing.assert_close(torch.from_dlpack(ext.scale(x, -1.0)), -x)
 
 
-def test_scale_inplace_edits_the_callers_tensor():
+def test_scale_inplace_edits_the_callers_tensor(ext):
     x = torch.ones(3, 4)
     ptr = x.data_ptr()
     assert ext.scale_(x, 4.0) is None
@@ -86,7 +76,7 @@ def test_scale_inplace_edits_the_callers_tensor():
     assert base.sum().item() == 8.0
 
 
-def test_read_only_inputs_are_refused_by_scale_inplace_and_taken_by_scale():
+def test_read_only_inputs_are_refused_by_scale_inplace_and_taken_by_scale(ext):
     a = np.arange(3.0)
     a.flags.writeable = False
     with pytest.raises(RuntimeError, match="read-only"):
@@ -100,14 +90,14 @@ def test_read_only_inputs_are_refused_by_scale_inplace_and_taken_by_scale():
     np.testing.assert_array_equal(np.asarray(j), np.ones(3))
 
 
-def test_expanded_views_are_refused_in_place_as_torch_does():
+def test_expanded_views_are_refused_in_place_as_torch_does(ext):
     x = torch.zeros(1, 3).expand(4, 3)
     with pytest.raises(RuntimeError, match="single memory location"):
         ext.scale_(x, 2.0)
 
 
 @pytest.mark.parametrize("bad", [[1.0, 2.0], 3.0, "x", None, object()])
-def test_non_tensors_are_type_errors(bad):
+def test_non_tensors_are_type_errors(ext, bad):
     for f in (ext.scale, ext.scale_):
         with pytest.raises(TypeError, match=r"expected a tensor \(an object with __dlpack__") as e:
             f(bad, 2.0)
@@ -116,37 +106,25 @@ def test_non_tensors_are_type_errors(bad):
         assert "'x'" in str(e.value) + " ".join(getattr(e.value, "__notes__", []))
 
 
-def test_tensors_that_require_grad_are_refused_as_torch_exports_them():
+def test_tensors_that_require_grad_are_refused_as_torch_exports_them(ext):
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(BufferError, match="require gradient"):
         ext.scale(x, 2.0)
 
 
-def test_dlpack_capsules_versioned_and_legacy_are_taken():
+def test_dlpack_capsules_versioned_and_legacy_are_taken(ext):
     x = torch.arange(3, dtype=torch.float32)
     for capsule in (x.__dlpack__(), x.__dlpack__(max_version=(1, 0))):
         out = torch.from_dlpack(ext.scale(capsule, 2.0))
         torch.testing.assert_close(out, x * 2)
 
 
-def test_a_producer_without_max_version_is_retried_as_the_spec_says():
-    class Old:
-        """A producer predating DLPack 1.0: its __dlpack__ takes no keywords."""
-
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, stream=None):
-            return self.a.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
+def test_a_producer_without_max_version_is_retried_as_the_spec_says(ext):
     a = np.arange(4.0)
-    np.testing.assert_array_equal(np.from_dlpack(ext.scale(Old(a), 2.0)), a * 2)
+    np.testing.assert_array_equal(np.from_dlpack(ext.scale(OldStyleProducer(a), 2.0)), a * 2)
 
 
-def test_core_errors_become_torchs_exception_classes():
+def test_core_errors_become_torchs_exception_classes(ext):
     # int64 *= 2.5 cannot be written back into int64: torch raises RuntimeError.
     x = torch.arange(3)
     with pytest.raises(RuntimeError) as ours:
@@ -156,11 +134,13 @@ def test_core_errors_become_torchs_exception_classes():
     assert "can't be cast" in str(ours.value) and "can't be cast" in str(theirs.value)
 
 
-def test_the_exported_object_speaks_every_dlpack_keyword():
+def test_the_exported_object_speaks_every_dlpack_keyword(ext):
     out = ext.scale(np.arange(3.0), 1.0)
     legacy = out.__dlpack__()
     versioned = out.__dlpack__(max_version=(1, 3))
     assert legacy is not None and versioned is not None
+    # Explicit Nones mean "not given", as for dlbridge.Tensor.__dlpack__.
+    assert out.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) is not None
     with pytest.raises(BufferError):
         out.__dlpack__(dl_device=(2, 0), copy=False)
     with pytest.raises(ValueError, match="stream=None"):
@@ -169,7 +149,7 @@ def test_the_exported_object_speaks_every_dlpack_keyword():
     assert "DLPackTensor(shape=[3], dtype=float64, device='cpu')" == repr(out)
 
 
-def test_inputs_are_released_after_the_call():
+def test_inputs_are_released_after_the_call(ext):
     # TensorArg keeps the producer's memory alive while the tensor lives: the ndarray's
     # reference goes back once the call is over (scale_) or the output is dropped (scale
     # reads through its own import, released before it returns).

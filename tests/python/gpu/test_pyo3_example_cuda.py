@@ -1,23 +1,12 @@
 """examples/pyo3-scale on CUDA tensors: another crate's extension, through dlbridge's pyo3
-layer, computing on torch's and CuPy's GPU memory (the CPU cases: test_pyo3_example.py)."""
+layer, computing on torch's and CuPy's GPU memory (the CPU cases: test_pyo3_example.py;
+the module comes from the `ext` fixture of tests/python/conftest.py)."""
 
 import numpy as np
-import pytest
 import torch
 
-try:
-    import dlbridge_scale as ext
-except ImportError:  # pragma: no cover - the hint is the test result
-    ext = None
 
-
-@pytest.fixture(autouse=True)
-def built():
-    if ext is None:
-        pytest.fail("dlbridge_scale is not installed: `make example-pyo3` builds it (make test does)")
-
-
-def test_scale_of_a_torch_cuda_tensor_stays_on_the_gpu(tcuda):
+def test_scale_of_a_torch_cuda_tensor_stays_on_the_gpu(ext, tcuda):
     x = torch.arange(1000, dtype=torch.float32, device="cuda")
     out = ext.scale(x, 2.0)
     assert out.device == "cuda:0" and out.__dlpack_device__() == (2, 0)
@@ -26,7 +15,7 @@ def test_scale_of_a_torch_cuda_tensor_stays_on_the_gpu(tcuda):
     torch.testing.assert_close(y, x * 2)
 
 
-def test_scale_inplace_edits_torch_cuda_memory_after_pending_work(tcuda):
+def test_scale_inplace_edits_torch_cuda_memory_after_pending_work(ext, tcuda):
     # Work queued on torch's current stream must land before dlbridge's kernel reads x:
     # the import asks the producer to order its stream before dlbridge's (stream=1).
     x = torch.zeros(1 << 20, device="cuda")
@@ -38,7 +27,7 @@ def test_scale_inplace_edits_torch_cuda_memory_after_pending_work(tcuda):
     assert torch.all(x == 3.0).item()
 
 
-def test_scale_of_cupy_arrays_both_ways(cp):
+def test_scale_of_cupy_arrays_both_ways(ext, cp):
     a = cp.arange(10, dtype=cp.float64)
     out = cp.from_dlpack(ext.scale(a, 0.5))
     np.testing.assert_array_equal(cp.asnumpy(out), np.arange(10) * 0.5)
