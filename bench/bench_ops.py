@@ -80,8 +80,16 @@ def make(dtype, shape, seed=0, positive=False):
     return {"db": d, "torch": t, "np": n}
 
 
+# Untimed calls of a contender before each of its samples. torch's OpenMP
+# workers spin for about 6 ms after its last parallel loop (libgomp's
+# GOMP_SPINCOUNT); on a 2-core machine they would share the cores with the
+# next contender's sample. Settling lets each side run in its own steady state.
+SETTLE_NS = 10_000_000
+
+
 def median_ns(fns, samples):
-    """Median ns per call of each callable; samples interleaved."""
+    """Median ns per call of each callable; samples interleaved, each after
+    SETTLE_NS of untimed calls of the same callable."""
     loops = []
     for f in fns:
         f()  # warm-up, and an estimate of the cost
@@ -92,6 +100,9 @@ def median_ns(fns, samples):
     times = [[] for _ in fns]
     for _ in range(samples):
         for f, n, out in zip(fns, loops, times):
+            t0 = perf_counter_ns()
+            while perf_counter_ns() - t0 < SETTLE_NS:
+                f()
             t0 = perf_counter_ns()
             for _ in range(n):
                 f()
