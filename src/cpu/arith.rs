@@ -1,6 +1,7 @@
 //! Arithmetic per element type, with PyTorch's semantics: integers wrap,
 //! half types compute in f32 and round, bool add/mul are or/and.
 
+use super::vmath::VMath;
 use crate::Element;
 pub(crate) use crate::backend::{BinaryOp, CompareOp};
 use half::{bf16, f16};
@@ -131,9 +132,9 @@ macro_rules! float_arith {
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
-            #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(<$C>::exp(Arith::widen(self))) }
+            #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(VMath::exp_v(Arith::widen(self))) }
             #[inline(always)] fn sqrt(self) -> Self { <Self as Arith>::narrow(<$C>::sqrt(Arith::widen(self))) }
-            #[inline(always)] fn log(self) -> Self { <Self as Arith>::narrow(<$C>::ln(Arith::widen(self))) }
+            #[inline(always)] fn log(self) -> Self { <Self as Arith>::narrow(VMath::ln_v(Arith::widen(self))) }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
             #[inline(always)]
             fn maximum(self, r: Self) -> Self {

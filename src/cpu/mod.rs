@@ -18,6 +18,7 @@ mod random;
 mod reduce;
 mod reduce_run;
 mod strided;
+mod vmath;
 
 pub(crate) use backend::Cpu;
 pub(crate) use copy::materialize;
