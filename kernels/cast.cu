@@ -5,11 +5,10 @@
 
 template <typename S, typename D>
 __device__ void cast_strided(D* out, const S* src, i64 n, const Indexer& ix) {
-    typedef typename Tr<D>::C CD;
     for (i64 i = global_thread(); i < n; i += grid_threads()) {
         i64 off[2];
         offsets<2>(ix, i, off);
-        out[off[0]] = Tr<D>::store(convert<CD>(Tr<S>::load(src[off[1]])));
+        out[off[0]] = store_from<D>(Tr<S>::load(src[off[1]]));
     }
 }
 

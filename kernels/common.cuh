@@ -128,6 +128,37 @@ DLB_FLOAT_TO_U64(double)
 template <typename To, typename From>
 __device__ __forceinline__ To convert(From x) { return Convert<To, From>::go(x); }
 
+// A float64 rounded toward zero to float32, the last bit set when inexact
+// ("round to odd"): rounding that to float16 or bfloat16 to nearest even
+// rounds the float64 once, as the CPU backend and NumPy do (a plain
+// (float) cast first could round twice).
+__device__ __forceinline__ float double_to_float_odd(double d) {
+    float f = (float)d;
+    const double fd = (double)f;
+    if ((fd < 0 ? -fd : fd) > (d < 0 ? -d : d)) f = __uint_as_float(__float_as_uint(f) - 1u);
+    if (fd != d && d == d) f = __uint_as_float(__float_as_uint(f) | 1u);
+    return f;
+}
+
+// A compute value stored as the storage type D: through D's compute type,
+// except that integers and float64 reach float16 and bfloat16 through
+// float64 rounded once (as the CPU backend's casts).
+template <typename D, typename From> struct StoreFrom {
+    static __device__ __forceinline__ D go(From x) { return Tr<D>::store(convert<typename Tr<D>::C>(x)); }
+};
+#define DLB_NARROW_FROM(D, From)                                                              \
+    template <> struct StoreFrom<D, From> {                                                   \
+        static __device__ __forceinline__ D go(From x) { return Tr<D>::store(double_to_float_odd((double)x)); } \
+    };
+DLB_NARROW_FROM(f16, double) DLB_NARROW_FROM(f16, int) DLB_NARROW_FROM(f16, unsigned)
+DLB_NARROW_FROM(f16, long long) DLB_NARROW_FROM(f16, unsigned long long)
+DLB_NARROW_FROM(bf16, double) DLB_NARROW_FROM(bf16, int) DLB_NARROW_FROM(bf16, unsigned)
+DLB_NARROW_FROM(bf16, long long) DLB_NARROW_FROM(bf16, unsigned long long)
+#undef DLB_NARROW_FROM
+
+template <typename D, typename From>
+__device__ __forceinline__ D store_from(From x) { return StoreFrom<D, From>::go(x); }
+
 // The strided indexer. Host code drops size-1 dimensions and merges
 // dimensions that are contiguous in every operand before launching, so
 // DLB_MAX_DIMS bounds only truly irregular layouts. Strides count elements.

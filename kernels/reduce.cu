@@ -64,7 +64,7 @@ __device__ void sum_partial(const T* in, i64 n, A* partial, int wide) {
 // ----------------------------------------------------------------- rounding
 
 // A float64 result rounded to the output dtype exactly as the CPU backend
-// rounds it (the `half` crate's conversions from f64).
+// rounds it.
 template <typename O> struct FromDouble;
 template <> struct FromDouble<float> {
     static __device__ __forceinline__ float go(double d) { return (float)d; }
@@ -72,49 +72,12 @@ template <> struct FromDouble<float> {
 template <> struct FromDouble<double> {
     static __device__ __forceinline__ double go(double d) { return d; }
 };
-// float16 through float32: what `half`'s f16::from_f64 does on x86-64 with
-// F16C (which has no float64 form). Where `half` rounds directly (aarch64),
-// the two differ only for a float64 that is not a float32 and lies within a
-// float32 rounding of a float16 tie.
+// float16 and bfloat16: rounded once (see double_to_float_odd).
 template <> struct FromDouble<f16> {
-    static __device__ __forceinline__ f16 go(double d) { return Tr<f16>::store((float)d); }
+    static __device__ __forceinline__ f16 go(double d) { return store_from<f16>(d); }
 };
-// bfloat16 as `half`'s f64_to_bf16: the double's top 32 bits, rounded to
-// nearest even (the low 32 bits of the mantissa are ignored).
 template <> struct FromDouble<bf16> {
-    static __device__ __forceinline__ bf16 go(double d) {
-        const u64 bits = (u64)__double_as_longlong(d);
-        const u32 x = (u32)(bits >> 32);
-        const u32 sign = x & 0x80000000u, exp = x & 0x7ff00000u, man = x & 0x000fffffu;
-        bf16 r;
-        if (exp == 0x7ff00000u) {
-            const u32 nan_bit = (man == 0 && (u32)bits == 0) ? 0u : 0x40u;
-            r.bits = (u16)((sign >> 16) | 0x7f80u | nan_bit | (man >> 13));
-            return r;
-        }
-        const u32 half_sign = sign >> 16;
-        const int half_exp = (int)(exp >> 20) - 1023 + 127;
-        if (half_exp >= 0xff) {
-            r.bits = (u16)(half_sign | 0x7f80u);
-            return r;
-        }
-        if (half_exp <= 0) {
-            if (7 - half_exp > 21) {
-                r.bits = (u16)half_sign;
-                return r;
-            }
-            const u32 m = man | 0x00100000u;
-            u32 half_man = m >> (14 - half_exp);
-            const u32 round_bit = 1u << (13 - half_exp);
-            if ((m & round_bit) != 0 && (m & (3 * round_bit - 1)) != 0) half_man += 1;
-            r.bits = (u16)(half_sign | half_man);
-            return r;
-        }
-        const u32 v = half_sign | ((u32)half_exp << 7) | (man >> 13);
-        const u32 round_bit = 0x1000u;
-        r.bits = (u16)(((man & round_bit) != 0 && (man & (3 * round_bit - 1)) != 0) ? v + 1 : v);
-        return r;
-    }
+    static __device__ __forceinline__ bf16 go(double d) { return store_from<bf16>(d); }
 };
 
 // ----------------------------------------------------------------- what is folded

@@ -149,11 +149,32 @@ macro_rules! half_element {
             #[inline(always)]
             fn to_scalar(self) -> Scalar { Scalar::Float(self.to_f64()) }
             #[inline(always)]
-            fn from_scalar(s: Scalar) -> Self { <$t>::from_f64(s.as_f64()) }
+            fn from_scalar(s: Scalar) -> Self { <$t>::from_f32(f64_to_f32_odd(s.as_f64())) }
         }
     )*};
 }
 half_element!(f16 => F16, bf16 => BF16);
+
+/// `x` rounded to float32 toward zero, the last bit set when inexact
+/// ("round to odd"). Rounding that to float16 or bfloat16 (11 and 8 bits) to
+/// nearest even rounds `x` once, as NumPy's float64 to float16 does; `half`'s
+/// `from_f64` (and torch, through float32) can round twice.
+#[inline(always)]
+pub(crate) fn f64_to_f32_odd(x: f64) -> f32 {
+    let f = x as f32;
+    let fx = f as f64;
+    // Nearest went away from zero: step back toward it (inf to f32::MAX).
+    let f = if fx.abs() > x.abs() {
+        f32::from_bits(f.to_bits() - 1)
+    } else {
+        f
+    };
+    if fx != x && !x.is_nan() {
+        f32::from_bits(f.to_bits() | 1)
+    } else {
+        f
+    }
+}
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

@@ -8,7 +8,7 @@
 use super::narrow::NarrowSlice;
 use super::parallel::for_range;
 use crate::DType;
-use half::slice::HalfFloatSliceExt;
+use crate::element::f64_to_f32_odd;
 use half::{bf16, f16};
 
 /// Elements past which a cast splits across threads.
@@ -16,17 +16,53 @@ const PARALLEL_MIN: usize = 1 << 16;
 /// Elements converted at a time through a float32/float64 buffer.
 const BLOCK: usize = 512;
 
-/// Float to integer as `(x as i128) as $t` (the generic cast), on the fast
-/// `as i64` path whenever that gives the same bits.
-macro_rules! float_to_int {
-    ($x:expr, $t:ty) => {{
-        let x = $x;
-        if x.abs() < 9_223_372_036_854_775_808.0 {
-            x as i64 as $t
-        } else {
-            x as i128 as $t
+/// Float to integer as the generic cast, `(x as i128) as D` (truncation,
+/// wrapping beyond the integer's range, NaN to 0), a block at a time: a
+/// branch-free loop the compiler vectorises for blocks whose values all lie
+/// within `limit` (where the fast conversion is exact), the generic one for
+/// the rare block with a value beyond it.
+#[inline(always)]
+fn float_to_int<S: Copy + Into<f64>, D: Copy>(
+    src: &[S],
+    dst: &mut [D],
+    limit: f64,
+    fast: impl Fn(S) -> D,
+    generic: impl Fn(f64) -> D,
+) {
+    for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let mut within = true;
+        for (d, &x) in d.iter_mut().zip(s) {
+            within &= x.into().abs() < limit;
+            *d = fast(x);
         }
+        if !within {
+            for (d, &x) in d.iter_mut().zip(s) {
+                *d = generic(x.into());
+            }
+        }
+    }
+}
+
+/// `$x` (float32 or float64) truncated to int32, for `|x| < 2^31` (0
+/// otherwise, where the caller takes the generic path): `x as i32`
+/// saturates, which the compiler does not vectorise; this is one
+/// conversion instruction and a select.
+macro_rules! trunc_i32 {
+    ($x:expr) => {{
+        let x = $x;
+        let x = if x.abs() < 2_147_483_648.0 { x } else { 0.0 };
+        // SAFETY: x is finite and its truncation fits in i32.
+        unsafe { x.to_int_unchecked::<i32>() }
     }};
+}
+
+/// `x` truncated to an integer, for `|x| < 2^51`: the integer is read from
+/// the low bits of `trunc(x) + 1.5 * 2^52` (AVX2 has no packed conversion to
+/// int64, this is three vector instructions).
+#[inline(always)]
+fn trunc_i64(x: f64) -> i64 {
+    const ROUND: f64 = 6_755_399_441_055_744.0;
+    ((x.trunc() + ROUND).to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64)
 }
 
 /// Converts `src` into `dst` (same length) for one (source, target) pair.
@@ -47,16 +83,21 @@ macro_rules! cast_as {
 cast_as!(f32 => f64, f64 => f32, i32 => f32, i32 => f64, i64 => f32, i64 => f64, i32 => i64, i64 => i32);
 
 macro_rules! cast_float_int {
-    ($($s:ty => $d:ty),*) => {$(
+    ($($s:ty => $d:ty, $limit:expr, $fast:expr;)*) => {$(
         impl CastSlice<$d> for $s {
             #[inline(always)]
             fn cast_slice(src: &[$s], dst: &mut [$d]) {
-                dst.iter_mut().zip(src).for_each(|(d, &s)| *d = float_to_int!(s, $d));
+                float_to_int(src, dst, $limit, $fast, |x| x as i128 as $d);
             }
         }
     )*};
 }
-cast_float_int!(f32 => i32, f32 => i64, f64 => i32, f64 => i64);
+cast_float_int! {
+    f32 => i32, 2_147_483_648.0, |x: f32| trunc_i32!(x);
+    f64 => i32, 2_147_483_648.0, |x: f64| trunc_i32!(x);
+    f32 => i64, 2_251_799_813_685_248.0, |x: f32| trunc_i64(x as f64);
+    f64 => i64, 2_251_799_813_685_248.0, trunc_i64;
+}
 
 impl CastSlice<f16> for f32 {
     #[inline(always)]
@@ -74,48 +115,50 @@ impl CastSlice<bf16> for f32 {
 
 macro_rules! cast_half {
     ($($h:ty),*) => {$(
-        impl CastSlice<$h> for f64 {
-            #[inline(always)]
-            fn cast_slice(src: &[f64], dst: &mut [$h]) {
-                dst.convert_from_f64_slice(src);
-            }
-        }
         impl CastSlice<f32> for $h {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f32]) {
                 <$h>::widen(src, dst);
             }
         }
+        // Through float32 (exact) both ways: out by round-to-odd, so the
+        // narrow float is rounded once.
         impl CastSlice<f64> for $h {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f64]) {
-                src.convert_to_f64_slice(dst);
+                via_f32(src, dst, |b, d| d.iter_mut().zip(b).for_each(|(d, &x)| *d = x as f64));
             }
         }
-        // Integers reach the narrow floats through float64 (one rounding,
-        // as the generic cast), and leave them through float32 (exact).
+        impl CastSlice<$h> for f64 {
+            #[inline(always)]
+            fn cast_slice(src: &[f64], dst: &mut [$h]) {
+                to_narrow(src, dst, |x| x);
+            }
+        }
+        // Integers reach the narrow floats through float64 (as the generic
+        // cast), and leave them through float32 (exact).
         impl CastSlice<$h> for i32 {
             #[inline(always)]
             fn cast_slice(src: &[i32], dst: &mut [$h]) {
-                via_f64(src, dst, |x| x as f64);
+                to_narrow(src, dst, |x| x as f64);
             }
         }
         impl CastSlice<$h> for i64 {
             #[inline(always)]
             fn cast_slice(src: &[i64], dst: &mut [$h]) {
-                via_f64(src, dst, |x| x as f64);
+                to_narrow(src, dst, |x| x as f64);
             }
         }
         impl CastSlice<i32> for $h {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [i32]) {
-                via_f32(src, dst, |x| float_to_int!(x, i32));
+                via_f32(src, dst, <f32 as CastSlice<i32>>::cast_slice);
             }
         }
         impl CastSlice<i64> for $h {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [i64]) {
-                via_f32(src, dst, |x| float_to_int!(x, i64));
+                via_f32(src, dst, <f32 as CastSlice<i64>>::cast_slice);
             }
         }
     )*};
@@ -125,39 +168,41 @@ cast_half!(f16, bf16);
 impl CastSlice<bf16> for f16 {
     #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [bf16]) {
-        via_f32(src, dst, super::narrow::bf16_from_f32);
+        via_f32(src, dst, bf16::narrow);
     }
 }
 
 impl CastSlice<f16> for bf16 {
     #[inline(always)]
     fn cast_slice(src: &[bf16], dst: &mut [f16]) {
-        via_f32(src, dst, f16::from_f32);
+        via_f32(src, dst, f16::narrow);
     }
 }
 
-/// A narrow float source widened to float32 a block at a time.
+/// A narrow float source widened to float32 a block at a time, `f`
+/// converting each block.
 #[inline(always)]
-fn via_f32<H: NarrowSlice, D>(src: &[H], dst: &mut [D], f: impl Fn(f32) -> D) {
+fn via_f32<H: NarrowSlice, D>(src: &[H], dst: &mut [D], f: impl Fn(&[f32], &mut [D])) {
     let mut buf = [0f32; BLOCK];
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let buf = &mut buf[..s.len()];
         H::widen(s, buf);
-        d.iter_mut().zip(buf.iter()).for_each(|(d, &x)| *d = f(x));
+        f(buf, d);
     }
 }
 
-/// An integer source through float64 into a narrow float, a block at a time.
+/// A source converted to float64 by `f`, then to a narrow float rounded
+/// once (round-to-odd float32, then nearest even, as the generic cast), a
+/// block at a time.
 #[inline(always)]
-fn via_f64<S: Copy, H>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f64)
-where
-    [H]: HalfFloatSliceExt,
-{
-    let mut buf = [0f64; BLOCK];
+fn to_narrow<S: Copy, H: NarrowSlice>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f64) {
+    let mut buf = [0f32; BLOCK];
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let buf = &mut buf[..s.len()];
-        buf.iter_mut().zip(s).for_each(|(b, &x)| *b = f(x));
-        d.convert_from_f64_slice(buf);
+        buf.iter_mut()
+            .zip(s)
+            .for_each(|(b, &x)| *b = f64_to_f32_odd(f(x)));
+        H::narrow(buf, d);
     }
 }
 
@@ -267,7 +312,25 @@ mod tests {
             123456789.0,
             -7.999,
             2147483648.0,
+            -2147483649.5,
+            4503599627370497.5,
+            -9.3e18,
+            1.0039062500000002, // bfloat16 halfway and a little: rounds up once
+            1.00390625,         // bfloat16 halfway: to even
+            1.0004882812500002, // float16 halfway and a little
+            33554433.0,
+            1e-46,
+            -3e-39,
         ];
+        // Long enough for several blocks, one value beyond every integer
+        // fast path in one block only.
+        let xs: Vec<f64> = xs
+            .iter()
+            .copied()
+            .chain((0..1500).map(|i| (i as f64 - 700.0) * 1.37))
+            .chain([f64::NAN, 3e12])
+            .chain((0..600).map(|i| i as f64 * -0.51))
+            .collect();
         macro_rules! check {
             ($s:ty, $d:ty) => {{
                 let src: Vec<$s> = xs

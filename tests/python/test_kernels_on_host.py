@@ -932,8 +932,8 @@ def test_reductions_match_dlbridges_cpu_backend(lib, tag):
 @pytest.mark.parametrize("tag", ["f16", "bf16", "f32"])
 def test_sums_round_to_the_dtype_as_the_cpu_backend_does(lib, tag):
     """float64 sums with many significant bits (values of very different magnitudes): the
-    rounding to float16 (through float32) and bfloat16 (the half crate's conversion) is the
-    CPU backend's, bit for bit, for the sum and the mean."""
+    rounding to float16 and bfloat16 (once, through a round-to-odd float32) is the CPU
+    backend's, bit for bit, for the sum and the mean."""
     import dlbridge as db
 
     rng = np.random.default_rng(13)

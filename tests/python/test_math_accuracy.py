@@ -1,5 +1,7 @@
-"""Accuracy of the CPU's own math (src/cpu/vmath.rs): `exp` and `log`
-within 1 ulp of the exact value."""
+"""Accuracy of the CPU's own math (src/cpu/vmath.rs, src/cpu/cast.rs):
+`exp` and `log` within 1 ulp of the exact value, and float64 and integers
+rounded once to float16 and bfloat16 (NumPy's float16 rounding; torch goes
+through float32 and can round twice)."""
 
 import math
 
@@ -80,3 +82,42 @@ def test_exp_and_log_specials_match_torch():
         for name in ("exp", "log"):
             got = torch.from_dlpack(getattr(db.from_dlpack(t), name)())
             torch.testing.assert_close(got, getattr(t, name)(), equal_nan=True, rtol=0, atol=0)
+
+
+def round_once(x, bits, min_exp):
+    """x (float64) rounded to a float of `bits` significant bits whose
+    normal numbers start at 2^min_exp, ties to even: exact (frexp, rint)."""
+    e = np.frexp(x)[1]
+    quantum = np.maximum(e, min_exp + 1) - bits  # subnormals keep the smallest quantum
+    return np.ldexp(np.rint(np.ldexp(x, -quantum)), quantum)
+
+
+def ties(bits, lo, hi, n, seed, step):
+    """Values at, `step` above and `step` below (relative to the quantum: an
+    integer step keeps integers integers) the halfway points of a `bits`-bit
+    float, with quanta 2^lo..2^hi, both signs."""
+    rng = np.random.default_rng(seed)
+    mant = rng.integers(2 ** (bits - 1), 2**bits, n).astype(np.float64)
+    q = rng.integers(lo, hi, n)
+    tie = np.ldexp(mant + 0.5, q)
+    d = np.ldexp(1.0, q + step) if step < 0 else np.full(n, float(step))
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return np.concatenate([tie, tie + d, tie - d]) * np.tile(sign, 3)
+
+
+@pytest.mark.parametrize("dtype,bits,min_exp", [("float16", 11, -14), ("bfloat16", 8, -126)])
+def test_float64_and_integers_round_once_to_narrow_floats(dtype, bits, min_exp):
+    to = getattr(db, dtype)
+    top = 15 - bits if dtype == "float16" else 120  # below the largest finite value
+    x = ties(bits, min_exp + 1 - bits, top, 20_000, 7, step=-40)
+    want = round_once(x, bits, min_exp)
+    for t in (db.from_numpy(x), db.from_numpy(np.repeat(x, 2))[::2]):  # the fast loop, the generic path
+        got = torch.from_dlpack(t.to(to)).double().numpy()
+        np.testing.assert_array_equal(got, want)
+    if dtype == "float16":
+        np.testing.assert_array_equal(x.astype(np.float16).astype(np.float64), want)  # NumPy agrees
+    # Integers reach them through float64 (exact below 2^53), rounded once.
+    ints = ties(bits, 1, top if dtype == "float16" else 52 - bits, 5_000, 8, step=1).astype(np.int64)
+    for src in (ints, ints[np.abs(ints) < 2**31].astype(np.int32)):
+        got = torch.from_dlpack(db.from_numpy(src).to(to)).double().numpy()
+        np.testing.assert_array_equal(got, round_once(src.astype(np.float64), bits, min_exp))
