@@ -141,6 +141,12 @@ impl Layout {
     /// Every stride is a whole number of elements (what DLPack and the typed
     /// loops need).
     pub fn element_strides(&self, itemsize: usize) -> Option<Vec<isize>> {
+        self.element_strides_in(itemsize)
+    }
+
+    /// [`element_strides`](Self::element_strides) into any collection (the
+    /// CPU loops collect into one on the stack).
+    pub(crate) fn element_strides_in<C: FromIterator<isize>>(&self, itemsize: usize) -> Option<C> {
         let size = itemsize as isize;
         self.strides
             .iter()
@@ -148,6 +154,17 @@ impl Layout {
             // A size-1 dimension's stride is never stepped, so any value will do.
             .map(|(&s, &n)| (n <= 1 || s % size == 0).then_some(s / size))
             .collect()
+    }
+
+    /// Whether every stride of a dimension longer than 1 is a whole number
+    /// of `itemsize`-byte elements ([`element_strides`](Self::element_strides)
+    /// would give them), without allocating.
+    pub(crate) fn has_element_strides(&self, itemsize: usize) -> bool {
+        let size = itemsize as isize;
+        self.strides
+            .iter()
+            .zip(&self.shape)
+            .all(|(&s, &n)| n <= 1 || s % size == 0)
     }
 
     /// The layout broadcast to `shape` (NumPy rules): new leading dimensions

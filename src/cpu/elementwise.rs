@@ -17,6 +17,7 @@ use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
+use smallvec::SmallVec;
 
 /// From this many elements on, a loop splits across threads (PyTorch's
 /// grain size). With the caller taking part (`parallel.rs`), a split costs
@@ -77,15 +78,20 @@ enum Src<T: Arith> {
     Value(T::C),
 }
 
+/// Dimensions kept on the stack by a call's strides and plan.
+const DIMS: usize = 6;
+/// An operand's element strides.
+type Strides = SmallVec<[isize; DIMS]>;
+
 /// The collapsed iteration space of out, a and b: row-major sizes and
 /// element strides, the last dimension the row.
 struct Plan {
-    dims: Vec<(usize, [isize; 3])>,
+    dims: SmallVec<[(usize, [isize; 3]); DIMS]>,
 }
 
 impl Plan {
     fn new(shape: &[usize], operands: [&[isize]; 3]) -> Plan {
-        let mut dims: Vec<(usize, [isize; 3])> = Vec::with_capacity(shape.len());
+        let mut dims: SmallVec<[(usize, [isize; 3]); DIMS]> = SmallVec::new();
         for d in (0..shape.len()).rev() {
             if shape[d] == 1 {
                 continue;
@@ -331,7 +337,7 @@ unsafe fn row_inplace_body<T: Arith + Sink<T::C>>(
 /// whole-element strides.
 pub(crate) fn walkable(t: &Tensor, size: usize, align: usize) -> bool {
     (t.numel() == 0 || (t.data_ptr() as usize).is_multiple_of(align))
-        && t.layout().element_strides(size).is_some()
+        && t.layout().has_element_strides(size)
 }
 
 /// Whether the loops can write `t`: walkable, and no two indices address
@@ -355,15 +361,14 @@ pub(crate) enum Arg<'a> {
 
 /// An operand's address (or value) and its element strides broadcast to
 /// `shape` (new leading and size-1 dimensions step 0), without building the
-/// broadcast tensor: one allocation, where a call's fixed cost is mostly
-/// allocations.
-fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
+/// broadcast tensor or allocating.
+fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Strides) {
     match arg {
         Arg::Tensor(t) => {
             let l = t.layout();
             let lead = shape.len() - l.shape.len();
             let size = size_of::<T>() as isize;
-            let mut strides = vec![0; shape.len()];
+            let mut strides: Strides = smallvec::smallvec![0; shape.len()];
             for (i, (&n, &s)) in l.shape.iter().zip(&l.strides).enumerate() {
                 if n != 1 {
                     debug_assert!(
@@ -375,7 +380,10 @@ fn source<T: Arith>(arg: Arg, shape: &[usize]) -> (Src<T>, Vec<isize>) {
             }
             (Src::Mem(t.data_ptr().cast_const().cast()), strides)
         }
-        Arg::Number(v) => (Src::Value(T::C::from_scalar(v)), vec![0; shape.len()]),
+        Arg::Number(v) => (
+            Src::Value(T::C::from_scalar(v)),
+            smallvec::smallvec![0; shape.len()],
+        ),
     }
 }
 
@@ -390,9 +398,9 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
     let shape = out.shape();
     let (sa, ka) = source::<T>(a, shape);
     let (sb, kb) = source::<T>(b, shape);
-    let ko = out
+    let ko: Strides = out
         .layout()
-        .element_strides(size_of::<O>())
+        .element_strides_in(size_of::<O>())
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ka, &kb]);
     let (po, sa, sb) = (Shared(out.data_ptr().cast::<O>()), Shared(sa), Shared(sb));
@@ -420,9 +428,9 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
 ) {
     let shape = out.shape();
     let (sb, kb) = source::<T>(b, shape);
-    let ko = out
+    let ko: Strides = out
         .layout()
-        .element_strides(size_of::<T>())
+        .element_strides_in(size_of::<T>())
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ko, &kb]);
     let (po, sb) = (Shared(out.data_ptr().cast::<T>()), Shared(sb));
@@ -545,12 +553,12 @@ mod tests {
     #[test]
     fn plans_collapse_contiguous_and_keep_broadcasts_apart() {
         let p = Plan::new(&[2, 3, 4], [&[12, 4, 1], &[12, 4, 1], &[0, 0, 0]]);
-        assert_eq!(p.dims, vec![(24, [1, 1, 0])]);
+        assert_eq!(p.dims[..], [(24, [1, 1, 0])]);
         // m + m[0]: b repeats along the first dimension.
         let p = Plan::new(&[5, 7], [&[7, 1], &[7, 1], &[0, 1]]);
         assert_eq!(p.dims.iter().map(|d| d.0).collect::<Vec<_>>(), vec![5, 7]);
         let p = Plan::new(&[], [&[], &[], &[]]);
-        assert_eq!(p.dims, vec![(1, [0; 3])]);
+        assert_eq!(p.dims[..], [(1, [0; 3])]);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Host allocations: 64-byte aligned (JAX imports aligned CPU buffers without
-//! a copy, and SIMD loops like it). Large zeroed buffers and very large
+//! a copy, and SIMD loops like it), from plain malloc blocks 64 bytes larger:
+//! glibc's `memalign` splits a bigger chunk and frees the pieces, which made
+//! allocation and free half the cost of a small op. Large zeroed buffers and very large
 //! uninitialised ones come straight from `mmap`: page-aligned, zero-filled
 //! lazily by the kernel (so `zeros` costs nothing until touched) and advised
 //! to use transparent huge pages, which keeps page-fault cost off big
@@ -9,6 +11,8 @@ use crate::{Error, Result};
 use std::alloc::{self, Layout};
 
 const ALIGN: usize = 64;
+/// The alignment malloc gives every block (so `std::alloc` calls plain `malloc`).
+const MALLOC_ALIGN: usize = 16;
 /// From this size on, a zeroed buffer comes straight from `mmap` (glibc would
 /// mmap anyway, but std's aligned path would then memset the whole block).
 /// The AddressSanitizer build (`tests/asan/python_suite.sh` sets
@@ -35,7 +39,8 @@ const MMAP_UNINIT: usize = if cfg!(dlbridge_asan) {
 pub struct HostBuffer {
     ptr: *mut u8,
     len: usize,
-    mapped: bool,
+    /// The malloc block `ptr` lies in (null for a mapping).
+    block: *mut u8,
 }
 
 // SAFETY: the buffer is plain memory owned by this value and freed once in Drop.
@@ -56,23 +61,27 @@ impl HostBuffer {
         if len >= if zeroed { MMAP_ZEROED } else { MMAP_UNINIT } {
             return HostBuffer::map(len);
         }
-        let layout = Layout::from_size_align(len.max(1), ALIGN).expect("small layouts are valid");
+        let layout = HostBuffer::block_layout(len).ok_or_else(|| out_of_memory(len))?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe {
+        let block = unsafe {
             if zeroed {
                 alloc::alloc_zeroed(layout)
             } else {
                 alloc::alloc(layout)
             }
         };
-        if ptr.is_null() {
+        if block.is_null() {
             return Err(out_of_memory(len));
         }
-        Ok(HostBuffer {
-            ptr,
-            len,
-            mapped: false,
-        })
+        // SAFETY: the block has ALIGN - MALLOC_ALIGN bytes to spare, at most
+        // what this skips, so `len` bytes remain after the aligned start.
+        let ptr = unsafe { block.add(block.addr().next_multiple_of(ALIGN) - block.addr()) };
+        Ok(HostBuffer { ptr, len, block })
+    }
+
+    /// The malloc block for `len` bytes at a 64-byte boundary.
+    fn block_layout(len: usize) -> Option<Layout> {
+        Layout::from_size_align(len.max(1).checked_add(ALIGN - MALLOC_ALIGN)?, MALLOC_ALIGN).ok()
     }
 
     /// Fresh anonymous pages: always zeroed, page-aligned.
@@ -99,7 +108,7 @@ impl HostBuffer {
         Ok(HostBuffer {
             ptr: ptr.cast(),
             len,
-            mapped: true,
+            block: std::ptr::null_mut(),
         })
     }
 
@@ -111,14 +120,13 @@ impl HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        if self.mapped {
+        if self.block.is_null() {
             // SAFETY: unmaps exactly the mapping made in `map`, once.
             unsafe { libc::munmap(self.ptr.cast(), self.len) };
         } else {
-            let layout =
-                Layout::from_size_align(self.len.max(1), ALIGN).expect("valid when allocated");
+            let layout = HostBuffer::block_layout(self.len).expect("valid when allocated");
             // SAFETY: allocated in `new` with this exact layout and freed only here.
-            unsafe { alloc::dealloc(self.ptr, layout) };
+            unsafe { alloc::dealloc(self.block, layout) };
         }
     }
 }
