@@ -527,9 +527,26 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
             Zip::from(&mut o).and(&va).for_each(|o, z| *o = z.norm());
         }};
     }
+    // float16 and bfloat16 `-x` and `|x|` on the sign bit of the 16-bit
+    // patterns: the value widening, the op and rounding back give, without
+    // the two conversions (a signalling NaN stays signalling, where the
+    // conversions would quiet it).
+    macro_rules! sign_bit {
+        ($f:expr) => {{
+            let f = $f;
+            let zero = Arg::Number(Scalar::Int(0));
+            return if in_place {
+                map_inplace::<u16>(out, zero, |x, _| f(x))
+            } else {
+                map_into::<u16, u16, u16>(out, Arg::Tensor(src), zero, |x, _| f(x))
+            };
+        }};
+    }
     match (op, src.dtype()) {
         (UnaryOp::Abs, DType::C64) => return magnitudes!(f32, Complex32),
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
+        (UnaryOp::Abs, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x & 0x7fff),
+        (UnaryOp::Neg, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x ^ 0x8000),
         _ => {}
     }
     with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))

@@ -73,14 +73,20 @@ impl HostBuffer {
         if block.is_null() {
             return Err(out_of_memory(len));
         }
-        // SAFETY: the block has ALIGN - MALLOC_ALIGN bytes to spare, at most
-        // what this skips, so `len` bytes remain after the aligned start.
+        // SAFETY: the block has ALIGN - MALLOC_ALIGN bytes to spare, at least
+        // what this skips (nothing for an aligned block), so `len` bytes
+        // remain after the aligned start.
         let ptr = unsafe { block.add(block.addr().next_multiple_of(ALIGN) - block.addr()) };
         Ok(HostBuffer { ptr, len, block })
     }
 
-    /// The malloc block for `len` bytes at a 64-byte boundary.
+    /// The malloc block for `len` bytes at a 64-byte boundary. The
+    /// AddressSanitizer build asks for exactly `len` aligned bytes instead,
+    /// so that it sees an overrun of the buffer's last byte.
     fn block_layout(len: usize) -> Option<Layout> {
+        if cfg!(dlbridge_asan) {
+            return Layout::from_size_align(len.max(1), ALIGN).ok();
+        }
         Layout::from_size_align(len.max(1).checked_add(ALIGN - MALLOC_ALIGN)?, MALLOC_ALIGN).ok()
     }
 
