@@ -29,6 +29,8 @@ use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, 
 const TILE: usize = 256;
 /// Elements gathered at a time from a run that is not contiguous.
 const GATHER: usize = 1024;
+/// Sums written to the output at a time.
+const BATCH: usize = 64;
 
 /// Reduces `src` over `dims` into `out` (and `indices`), as
 /// `Backend::reduce` describes: `out` and `indices` are fresh and contiguous,
@@ -82,15 +84,20 @@ struct Sink {
 }
 
 impl Sink {
-    fn put_sum<A: Acc>(&self, i: usize, a: A) {
-        let v = match self.op {
-            ReduceOp::Mean => mean(a.scalar(), self.dtype, self.n),
-            _ => a.scalar(),
-        };
+    /// Outputs `first..first + sums.len()` from their accumulators, the
+    /// output dtype matched once for the batch (a match per output cost
+    /// more than the sum of a short run).
+    fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
+        let averaging = self.op == ReduceOp::Mean;
         with_element!(self.dtype, O => {
-            // SAFETY: `out` holds the output's elements of O; i < its numel,
-            // and each i is written by one thread.
-            unsafe { (self.out as *mut O).add(i).write(O::from_scalar(v)) }
+            // SAFETY: `out` holds the output's elements of O; these indices
+            // are below its numel, and each is written by one thread.
+            let out = unsafe { (self.out as *mut O).add(first) };
+            for (j, a) in sums.iter().enumerate() {
+                let v = if averaging { mean(a.scalar(), self.dtype, self.n) } else { a.scalar() };
+                // SAFETY: as above.
+                unsafe { out.add(j).write(O::from_scalar(v)) }
+            }
         })
     }
 
@@ -135,7 +142,7 @@ fn reduce_typed<T: Kernel>(
     if src.numel() == 0 {
         // Only sums get here (PyTorch refuses empty max and min first).
         if summing {
-            (0..out.numel()).for_each(|i| sink.put_sum(i, T::A::ZERO));
+            (0..out.numel()).for_each(|i| sink.put_sums(i, &[T::A::ZERO]));
         }
         return Ok(());
     }
@@ -186,41 +193,57 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         None => return,
     };
     let runs = count(outer);
-    let one = |i: usize, koff: isize| {
-        if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
-            let total = if runs == 1 {
-                run_sum::<T>(base, koff, run)
-            } else {
-                let mut p = Pairwise::new();
-                walk(outer, 0, runs, |_, roff| {
-                    p.push(run_sum::<T>(base, koff + roff, run))
-                });
-                p.total()
-            };
-            sink.put_sum(i, total);
+    let summing = matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean);
+    let total = |koff: isize| {
+        if runs == 1 {
+            run_sum::<T>(base, koff, run)
         } else {
-            let max = sink.op == ReduceOp::Max;
-            let need_pos = sink.indices != 0;
-            let mut best: Option<(T, usize)> = None;
-            walk(outer, 0, runs, |k, roff| {
-                let (v, at) = run_extreme::<T>(base, koff + roff, run, max, need_pos);
-                let cand = (v, k * run.n + at.min(run.n));
-                best = Some(best.map_or(cand, |b| better_of(b, cand, max)));
+            let mut p = Pairwise::new();
+            walk(outer, 0, runs, |_, roff| {
+                p.push(run_sum::<T>(base, koff + roff, run))
             });
-            if let Some((v, at)) = best {
-                sink.put_extreme(i, v, at);
-            }
+            p.total()
         }
+    };
+    let one_extreme = |i: usize, koff: isize| {
+        let max = sink.op == ReduceOp::Max;
+        let need_pos = sink.indices != 0;
+        let mut best: Option<(T, usize)> = None;
+        walk(outer, 0, runs, |k, roff| {
+            let (v, at) = run_extreme::<T>(base, koff + roff, run, max, need_pos);
+            let cand = (v, k * run.n + at.min(run.n));
+            best = Some(best.map_or(cand, |b| better_of(b, cand, max)));
+        });
+        if let Some((v, at)) = best {
+            sink.put_extreme(i, v, at);
+        }
+    };
+    // Outputs `start..start + n`: sums a batch at a time into `put_sums`.
+    let some = |start: usize, n: usize| {
+        if !summing {
+            return walk(kept, start, n, one_extreme);
+        }
+        let mut batch = [T::A::ZERO; BATCH];
+        let mut len = 0;
+        walk(kept, start, n, |i, koff| {
+            batch[len] = total(koff);
+            len += 1;
+            if len == BATCH {
+                sink.put_sums(i + 1 - BATCH, &batch);
+                len = 0;
+            }
+        });
+        sink.put_sums(start + n - len, &batch[..len]);
     };
     if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
         let tasks = (threads() * 4).min(outputs);
         let per = outputs.div_ceil(tasks);
         for_each(tasks, |t| {
             let start = (t * per).min(outputs);
-            walk(kept, start, per.min(outputs - start), one);
+            some(start, per.min(outputs - start));
         });
     } else {
-        walk(kept, 0, outputs, one);
+        some(0, outputs);
     }
 }
 
@@ -298,9 +321,7 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             walk(red, 0, rows, |_, roff| {
                 add_row::<T>(acc, slice(base, koff + roff, w))
             });
-            acc.iter()
-                .enumerate()
-                .for_each(|(j, &a)| sink.put_sum(first + j, a));
+            sink.put_sums(first, acc);
         } else {
             let max = sink.op == ReduceOp::Max;
             let row0 = slice::<T>(base, koff, w);

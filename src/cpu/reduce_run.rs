@@ -294,8 +294,21 @@ pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool)
 
 #[inline(always)]
 fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let mut chunks = xs.chunks_exact(LANES);
+    // A short run (the rows of `sum(dim=-1)` on a small last dimension)
+    // spends more on the lanes' tail and tree than on its elements: one
+    // vector of lanes there.
+    if xs.len() < 4 * LANES {
+        lanes_f64_n::<4, X>(xs, f)
+    } else {
+        lanes_f64_n::<LANES, X>(xs, f)
+    }
+}
+
+/// `L` accumulators over chunks of `L`, the tail apart, the lanes added as a tree.
+#[inline(always)]
+fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    let mut acc = [0.0f64; L];
+    let mut chunks = xs.chunks_exact(L);
     for c in &mut chunks {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += f(x);
@@ -305,7 +318,7 @@ fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
     for &x in chunks.remainder() {
         tail += f(x);
     }
-    let mut w = LANES;
+    let mut w = L;
     while w > 1 {
         w /= 2;
         for l in 0..w {
