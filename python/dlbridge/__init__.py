@@ -226,8 +226,31 @@ def _install_generated_ops() -> None:
         method.__name__ = method.__qualname__ = name
         method.__doc__ = f"``t.{name}(...)``, as ``torch.Tensor.{name}``."
         setattr(Tensor, name, method)
-        globals()[name] = _functional(name)
+        globals()[name] = _generated_functional(name, kind)
         __all__.append(name)
+
+
+def _generated_functional(name: str, kind: str):
+    """``dlbridge.exp(t)``, ``dlbridge.maximum(a, b)``: one Python frame over
+    the native call (these are called in loops, where ``_functional``'s
+    generic forwarding cost more than a small tensor's op)."""
+    if kind == "unary":
+
+        def f(input: Tensor) -> Tensor:
+            if not isinstance(input, Tensor):
+                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            return input._unary(name)
+
+    else:
+
+        def f(input: Tensor, other) -> Tensor:
+            if not isinstance(input, Tensor):
+                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            return input._binary(name, other)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``dlbridge.{name}(input, ...)``: the same as ``input.{name}(...)``."
+    return f
 
 
 _install_generated_ops()
