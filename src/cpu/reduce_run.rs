@@ -535,14 +535,20 @@ macro_rules! half_kernel {
                 }
             }
             #[inline(always)]
-            fn extreme(xs: &[Self], max: bool, _need_pos: bool) -> (Self, usize) {
+            fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
                 let mut buf = [0f32; LEAF];
                 let mut best: Option<(Self, usize)> = None;
                 for (k, chunk) in xs.chunks(LEAF).enumerate() {
                     let buf = &mut buf[..chunk.len()];
                     <$t as NarrowSlice>::widen(chunk, buf);
-                    let (_, at) = extreme_f32(buf, max, true);
-                    let cand = (chunk[at], k * LEAF + at);
+                    // Without a position to report, the float32 winner
+                    // narrows back exactly (a NaN or a zero, whose sign
+                    // matters, comes with its position and is copied).
+                    let (v, at) = extreme_f32(buf, max, need_pos);
+                    let cand = match chunk.get(at) {
+                        Some(&x) => (x, k * LEAF + at),
+                        None => (<$t>::from_f32(v), usize::MAX),
+                    };
                     if cand.0.is_nan() {
                         // Earlier chunks had none: this is the first NaN.
                         return cand;
