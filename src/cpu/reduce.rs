@@ -18,8 +18,8 @@
 use super::copy::materialize;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, better_of, extreme, extreme_row, extreme_run,
-    sum_run,
+    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, add_rows2, better_of, extreme, extreme_row,
+    extreme_run, sum_run,
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
@@ -318,9 +318,20 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
             let mut acc = [T::A::ZERO; TILE];
             let acc = &mut acc[..w];
-            walk(red, 0, rows, |_, roff| {
-                add_row::<T>(acc, slice(base, koff + roff, w))
+            // Rows two at a time (the accumulators' loads and stores bound
+            // the loop), in order.
+            let mut pending = None;
+            walk(red, 0, rows, |_, roff| match pending.take() {
+                None => pending = Some(roff),
+                Some(prev) => add_rows2::<T>(
+                    acc,
+                    slice(base, koff + prev, w),
+                    slice(base, koff + roff, w),
+                ),
             });
+            if let Some(last) = pending {
+                add_row::<T>(acc, slice(base, koff + last, w));
+            }
             sink.put_sums(first, acc);
         } else {
             let max = sink.op == ReduceOp::Max;

@@ -110,6 +110,14 @@ pub(crate) trait Kernel: Arith {
     }
     /// `acc[j] += row[j]` for every column.
     fn add_row(acc: &mut [Self::A], row: &[Self]);
+    /// `acc[j] += r0[j]`, then `acc[j] += r1[j]`: the same additions in the
+    /// same order as two [`add_row`](Self::add_row)s, with half the loads
+    /// and stores of the accumulators (which bound that loop).
+    #[inline(always)]
+    fn add_rows2(acc: &mut [Self::A], r0: &[Self], r1: &[Self]) {
+        Self::add_row(acc, r0);
+        Self::add_row(acc, r1);
+    }
     /// The largest (or smallest) value of a non-empty run and its first
     /// position; the first NaN wins outright. The position may be
     /// `usize::MAX` when `need_pos` is false.
@@ -137,6 +145,10 @@ super::isa::twin! {
 super::isa::twin! {
     /// [`Kernel::add_row`] for the CPU's instruction set.
     pub(crate) fn add_row[T: Kernel](acc: &mut [T::A], row: &[T]) => T::add_row;
+}
+super::isa::twin! {
+    /// [`Kernel::add_rows2`] for the CPU's instruction set.
+    pub(crate) fn add_rows2[T: Kernel](acc: &mut [T::A], r0: &[T], r1: &[T]) => T::add_rows2;
 }
 super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
@@ -448,6 +460,12 @@ macro_rules! int_kernel {
                 }
             }
             #[inline(always)]
+            fn add_rows2(acc: &mut [i64], r0: &[Self], r1: &[Self]) {
+                for ((a, &x), &y) in acc.iter_mut().zip(r0).zip(r1) {
+                    *a = a.wrapping_add(x as i64).wrapping_add(y as i64);
+                }
+            }
+            #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
                 $ext(xs, max, need_pos)
             }
@@ -484,6 +502,12 @@ impl Kernel for f32 {
         }
     }
     #[inline(always)]
+    fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {
+        for ((a, &x), &y) in acc.iter_mut().zip(r0).zip(r1) {
+            *a = *a + x as f64 + y as f64;
+        }
+    }
+    #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         extreme_f32(xs, max, need_pos)
     }
@@ -503,6 +527,12 @@ impl Kernel for f64 {
     fn add_row(acc: &mut [f64], row: &[Self]) {
         for (a, &x) in acc.iter_mut().zip(row) {
             *a += x;
+        }
+    }
+    #[inline(always)]
+    fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {
+        for ((a, &x), &y) in acc.iter_mut().zip(r0).zip(r1) {
+            *a = *a + x + y;
         }
     }
     #[inline(always)]
