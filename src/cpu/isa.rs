@@ -1,15 +1,19 @@
 //! The instruction set of the hot loops, chosen at run time.
 //!
 //! The wheel is built for baseline x86-64 (SSE2: 4 floats a vector), while
-//! NumPy and torch pick AVX2 loops when the CPU has them. [`twin!`] compiles
-//! a loop a second time under `#[target_feature(enable = "avx2,fma,f16c")]`
-//! and calls that copy when the CPU has the three (checked once, by std's
-//! cached detection); the baseline copy stays for other CPUs, other
-//! architectures and Miri. No crate: `multiversion` would do the same for
+//! NumPy and torch pick AVX2 or AVX-512 loops when the CPU has them.
+//! [`twin!`] compiles a loop twice more, under `#[target_feature(enable =
+//! "avx2,fma,f16c")]` and under AVX-512 (F, BW, DQ, VL, with the AVX2 set),
+//! and calls the widest copy the CPU runs (checked once, by std's cached
+//! detection); the baseline copy stays for other CPUs, other architectures
+//! and Miri. A loop may keep its AVX-512 copy out (`avx512 if false`) where
+//! that copy measured slower. No crate: `multiversion` would do the same for
 //! plain functions, but the loops are generic with `impl Fn` arguments, and a
-//! dozen lines of `macro_rules!` cover them without a proc-macro dependency.
-//! Both copies compute the same thing the same way (no fast-math, no
-//! contraction into FMA), so the results are equal bit for bit.
+//! few dozen lines of `macro_rules!` cover them without a proc-macro
+//! dependency. Every copy computes the same thing the same way (no
+//! fast-math, no contraction into FMA), so the results are equal bit for bit.
+//! `DLBRIDGE_ISA=baseline` runs the baseline copies, `DLBRIDGE_ISA=avx2`
+//! stops at AVX2 (tests and comparisons).
 
 /// Whether the AVX2 copies may run: the CPU has AVX2, FMA and F16C, and
 /// `DLBRIDGE_ISA` is not `baseline` (which runs the baseline copies, for
@@ -17,47 +21,87 @@
 #[inline(always)]
 #[cfg_attr(miri, allow(dead_code))] // Miri runs the baseline copies only
 pub(crate) fn avx2() -> bool {
+    choice() >= AVX2
+}
+
+/// Whether the AVX-512 copies may run: the CPU also has AVX-512 F, BW, DQ
+/// and VL, and `DLBRIDGE_ISA` is neither `baseline` nor `avx2`.
+#[inline(always)]
+#[cfg_attr(miri, allow(dead_code))]
+pub(crate) fn avx512() -> bool {
+    choice() == AVX512
+}
+
+const BASELINE: u8 = 1;
+const AVX2: u8 = 2;
+const AVX512: u8 = 3;
+
+/// The copies to run: decided once (0 until then).
+#[inline(always)]
+#[cfg_attr(miri, allow(dead_code))]
+fn choice() -> u8 {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         use std::sync::atomic::{AtomicU8, Ordering};
-        // 0: not decided yet, 1: baseline, 2: AVX2.
         static CHOICE: AtomicU8 = AtomicU8::new(0);
         match CHOICE.load(Ordering::Relaxed) {
-            2 => true,
-            1 => false,
-            _ => decide(&CHOICE),
+            0 => decide(&CHOICE),
+            c => c,
         }
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
-        false
+        BASELINE
     }
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[cold]
 #[inline(never)]
-fn decide(choice: &std::sync::atomic::AtomicU8) -> bool {
-    let yes = std::env::var("DLBRIDGE_ISA").as_deref() != Ok("baseline")
+fn decide(choice: &std::sync::atomic::AtomicU8) -> u8 {
+    let asked = std::env::var("DLBRIDGE_ISA").unwrap_or_default();
+    let avx2 = asked != "baseline"
         && std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
         && std::arch::is_x86_feature_detected!("f16c");
-    choice.store(
-        if yes { 2 } else { 1 },
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    yes
+    let avx512 = avx2
+        && asked != "avx2"
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl");
+    let c = if avx512 {
+        AVX512
+    } else if avx2 {
+        AVX2
+    } else {
+        BASELINE
+    };
+    choice.store(c, std::sync::atomic::Ordering::Relaxed);
+    c
 }
 
 /// `fn name[generics](args) -> ret => body;` defines `name`, which calls
-/// `body(args)` (an `#[inline(always)]` function) compiled for AVX2 when
-/// [`avx2`] says so, else as built. `unsafe fn` passes the caller's promise
+/// `body(args)` (an `#[inline(always)]` function) compiled for AVX-512 when
+/// [`avx512`] says so (and the optional `, avx512 if COND` holds), for AVX2
+/// when [`avx2`] does, else as built. `unsafe fn` passes the caller's promise
 /// on; a safe `fn` needs none.
 macro_rules! twin {
-    ($(#[$m:meta])* $vis:vis unsafe fn $name:ident [$($gen:tt)*] ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:path;) => {
+    ($(#[$m:meta])* $vis:vis unsafe fn $name:ident [$($gen:tt)*] ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:path $(, avx512 if $wide:expr)?;) => {
         $(#[$m])*
         #[inline(always)]
         $vis unsafe fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if $crate::cpu::isa::avx512() $(&& $wide)? {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+                unsafe fn avx512<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+                    // SAFETY: the caller's promise, passed on.
+                    unsafe { $body($($arg),*) }
+                }
+                // SAFETY: the CPU has the features (checked); the rest is
+                // the caller's promise, passed on.
+                return unsafe { avx512($($arg),*) };
+            }
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             if $crate::cpu::isa::avx2() {
                 #[target_feature(enable = "avx2,fma,f16c")]
@@ -73,10 +117,19 @@ macro_rules! twin {
             unsafe { $body($($arg),*) }
         }
     };
-    ($(#[$m:meta])* $vis:vis fn $name:ident [$($gen:tt)*] ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:path;) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident [$($gen:tt)*] ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? => $body:path $(, avx512 if $wide:expr)?;) => {
         $(#[$m])*
         #[inline(always)]
         $vis fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if $crate::cpu::isa::avx512() $(&& $wide)? {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+                fn avx512<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                // SAFETY: the CPU has the features (checked).
+                return unsafe { avx512($($arg),*) };
+            }
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             if $crate::cpu::isa::avx2() {
                 #[target_feature(enable = "avx2,fma,f16c")]

@@ -102,6 +102,10 @@ impl<A: Acc> Pairwise<A> {
 /// The kernels of one element type.
 pub(crate) trait Kernel: Arith {
     type A: Acc;
+    /// Whether the AVX-512 copies of these kernels run where the CPU has
+    /// them: not for integers, whose int64 lanes ran 2x slower there than in
+    /// the AVX2 copies (measured by `bench_ops.py`).
+    const AVX512: bool = true;
     /// The sum of at most [`LEAF`] elements.
     fn leaf_sum(xs: &[Self]) -> Self::A;
     /// The pairwise sum of a run of any length.
@@ -140,23 +144,23 @@ pub(crate) trait Kernel: Arith {
 
 super::isa::twin! {
     /// [`Kernel::leaf_sum`] for the CPU's instruction set.
-    pub(crate) fn leaf_sum[T: Kernel](xs: &[T]) -> T::A => T::leaf_sum;
+    pub(crate) fn leaf_sum[T: Kernel](xs: &[T]) -> T::A => T::leaf_sum, avx512 if T::AVX512;
 }
 super::isa::twin! {
     /// [`Kernel::add_row`] for the CPU's instruction set.
-    pub(crate) fn add_row[T: Kernel](acc: &mut [T::A], row: &[T]) => T::add_row;
+    pub(crate) fn add_row[T: Kernel](acc: &mut [T::A], row: &[T]) => T::add_row, avx512 if T::AVX512;
 }
 super::isa::twin! {
     /// [`Kernel::add_rows2`] for the CPU's instruction set.
-    pub(crate) fn add_rows2[T: Kernel](acc: &mut [T::A], r0: &[T], r1: &[T]) => T::add_rows2;
+    pub(crate) fn add_rows2[T: Kernel](acc: &mut [T::A], r0: &[T], r1: &[T]) => T::add_rows2, avx512 if T::AVX512;
 }
 super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
-    pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme;
+    pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme, avx512 if T::AVX512;
 }
 super::isa::twin! {
     /// [`Kernel::extreme_row`] for the CPU's instruction set.
-    pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row;
+    pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row, avx512 if T::AVX512;
 }
 super::isa::twin! {
     /// The leaf of [`numpy_pairwise`] (at most 128 elements).
@@ -449,6 +453,7 @@ macro_rules! int_kernel {
         extreme_int!($ext, $t);
         impl Kernel for $t {
             type A = i64;
+            const AVX512: bool = false;
             #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> i64 {
                 lanes_i64(xs, |x| x as i64)
@@ -477,6 +482,7 @@ int_kernel!(u8 => extreme_u8, i8 => extreme_i8, i16 => extreme_i16, u16 => extre
 
 impl Kernel for bool {
     type A = i64;
+    const AVX512: bool = false;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> i64 {
         lanes_i64(xs, |x| x as i64)

@@ -7,8 +7,8 @@
 //! are selected afterwards, the scale by `2^k` is two exact multiplications
 //! (so subnormal results round once), and rounding to the nearest integer is
 //! the `1.5 * 2^mantissa` trick. Inside a [`twin!`](super::isa::twin) loop
-//! they become AVX2 code, and since no step is contracted into an FMA the
-//! baseline and AVX2 copies give the same bits. Accuracy: within 1 ulp of the
+//! they become AVX2 or AVX-512 code, and since no step is contracted into an
+//! FMA every copy gives the same bits. Accuracy: within 1 ulp of the
 //! exact value (checked against float64 and exact references in this
 //! module's tests and `tests/python/test_math_accuracy.py`); NumPy's own
 //! float32 SIMD `exp` and `log` allow up to 2.52 and 3.83 ulp.

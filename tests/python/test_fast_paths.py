@@ -1,7 +1,7 @@
 """The CPU's fast paths against PyTorch, bit for bit: `x ** number` for the
 exponents computed without `pow` (src/cpu/pow.rs), a Python number added to
 a float16/bfloat16 tensor (rounded to the dtype first, as torch), the AVX2
-copies of the loops against the baseline ones (src/cpu/isa.rs), and loops
+and AVX-512 copies of the loops against the baseline ones (src/cpu/isa.rs), and loops
 long enough to split across threads (src/cpu/parallel.rs)."""
 
 import math
@@ -153,16 +153,18 @@ print(out.hexdigest())
 """
 
 
-def test_avx2_loops_give_the_baseline_loops_bits():
+def test_avx2_and_avx512_loops_give_the_baseline_loops_bits():
     """Every op, sum and cast over every dtype gives the same values (NaN
-    as NaN) from the AVX2 copies of the loops as from the baseline ones."""
+    as NaN) from the AVX2 and AVX-512 copies of the loops as from the
+    baseline ones (on a CPU without AVX-512, "detect" runs the AVX2 copies
+    twice)."""
     here = os.path.dirname(os.path.abspath(__file__))
     code = BASELINE_CHECK.format(here=here)
     runs = {}
-    for isa in ("baseline", "detect"):
+    for isa in ("baseline", "avx2", "detect"):
         # python_env: under make test-asan the child needs the ASan runtime preloaded.
         env = python_env(dict(os.environ, DLBRIDGE_ISA=isa))
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert r.returncode == 0, f"DLBRIDGE_ISA={isa}:\n{r.stderr}"
         runs[isa] = r.stdout
-    assert runs["baseline"] == runs["detect"]
+    assert runs["baseline"] == runs["avx2"] == runs["detect"]
