@@ -357,17 +357,19 @@ mod tests {
 
     #[test]
     fn casts_keep_values_exact_where_they_fit() {
-        assert_eq!(u64::MAX.cast::<u64>(), u64::MAX);
-        assert_eq!(i64::MIN.cast::<i64>(), i64::MIN);
-        assert_eq!((-1i8).cast::<i64>(), -1);
-        assert_eq!(3.75f64.cast::<i32>(), 3);
-        assert_eq!(2.5f32.cast::<bf16>(), bf16::from_f32(2.5));
-        assert!(0.1f64.cast::<bool>());
-        assert!(!0i32.cast::<bool>());
-        assert_eq!(true.cast::<f32>(), 1.0);
-        assert_eq!(Complex64::new(1.5, 2.0).cast::<f32>(), 1.5);
-        assert_eq!(7u8.cast::<Complex32>(), Complex32::new(7.0, 0.0));
-        assert_eq!(((1i64 << 53) + 1).cast::<f32>(), ((1i64 << 53) + 1) as f32);
+        // Spelled through the trait: std may add float methods named `cast`.
+        use Element as E;
+        assert_eq!(E::cast::<u64>(u64::MAX), u64::MAX);
+        assert_eq!(E::cast::<i64>(i64::MIN), i64::MIN);
+        assert_eq!(E::cast::<i64>(-1i8), -1);
+        assert_eq!(E::cast::<i32>(3.75f64), 3);
+        assert_eq!(E::cast::<bf16>(2.5f32), bf16::from_f32(2.5));
+        assert!(E::cast::<bool>(0.1f64));
+        assert!(!E::cast::<bool>(0i32));
+        assert_eq!(E::cast::<f32>(true), 1.0);
+        assert_eq!(E::cast::<f32>(Complex64::new(1.5, 2.0)), 1.5);
+        assert_eq!(E::cast::<Complex32>(7u8), Complex32::new(7.0, 0.0));
+        assert_eq!(E::cast::<f32>((1i64 << 53) + 1), ((1i64 << 53) + 1) as f32);
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub(crate) trait Kernel: Arith {
     /// Whether the AVX-512 copies of these kernels run where the CPU has
     /// them: not for integers, whose int64 lanes ran 2x slower there than in
     /// the AVX2 copies (measured by `bench_ops.py`).
+    #[cfg_attr(miri, allow(dead_code))] // Miri runs the baseline copies only
     const AVX512: bool = true;
     /// The sum of at most [`LEAF`] elements.
     fn leaf_sum(xs: &[Self]) -> Self::A;
