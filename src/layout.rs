@@ -148,12 +148,8 @@ impl Layout {
     /// CPU loops collect into one on the stack).
     pub(crate) fn element_strides_in<C: FromIterator<isize>>(&self, itemsize: usize) -> Option<C> {
         let size = itemsize as isize;
-        self.strides
-            .iter()
-            .zip(&self.shape)
-            // A size-1 dimension's stride is never stepped, so any value will do.
-            .map(|(&s, &n)| (n <= 1 || s % size == 0).then_some(s / size))
-            .collect()
+        self.has_element_strides(itemsize)
+            .then(|| self.strides.iter().map(|&s| s / size).collect())
     }
 
     /// Whether every stride of a dimension longer than 1 is a whole number
@@ -164,6 +160,7 @@ impl Layout {
         self.strides
             .iter()
             .zip(&self.shape)
+            // A size-1 dimension's stride is never stepped, so any value will do.
             .all(|(&s, &n)| n <= 1 || s % size == 0)
     }
 

@@ -143,10 +143,15 @@ def __dir__() -> "list[str]":
 # (defined last: they shadow builtins of the same names in this module)
 
 
+def _not_a_tensor(name: str, input) -> TypeError:
+    """PyTorch's error for a functional form given something else than a tensor."""
+    return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def _functional(name: str):
     def f(input: Tensor, *args, **kwargs):
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            raise _not_a_tensor(name, input)
         return getattr(input, name)(*args, **kwargs)
 
     f.__name__ = f.__qualname__ = name
@@ -238,14 +243,14 @@ def _generated_functional(name: str, kind: str):
 
         def f(input: Tensor) -> Tensor:
             if not isinstance(input, Tensor):
-                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+                raise _not_a_tensor(name, input)
             return input._unary(name)
 
     else:
 
         def f(input: Tensor, other) -> Tensor:
             if not isinstance(input, Tensor):
-                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+                raise _not_a_tensor(name, input)
             return input._binary(name, other)
 
     f.__name__ = f.__qualname__ = name
