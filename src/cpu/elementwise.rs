@@ -237,16 +237,28 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
             let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
             let mut xb = xa;
             let mut r = [R::zeroed(); BLOCK];
+            // An operand with one value (a number, or stride 0) fills its
+            // block once.
+            let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
+            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
+                if uniform(src, s) {
+                    x.fill(load(src, 0));
+                }
+            }
             let mut i = 0;
             while i < len {
                 let n = BLOCK.min(len - i);
                 for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
                     match src {
+                        _ if uniform(src, s) => {}
                         Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
                         _ => (0..n).for_each(|j| x[j] = load(src, (i + j) as isize * s)),
                     }
                 }
-                (0..n).for_each(|j| r[j] = f(xa[j], xb[j]));
+                // Zipped slices: no bounds checks, so no scalar tail.
+                for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
+                    *r = f(x, y);
+                }
                 if so == 1 {
                     O::put_slice(&r[..n], slice_mut(o.add(i), n));
                 } else {

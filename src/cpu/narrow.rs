@@ -5,7 +5,8 @@
 //! call per 8 elements (a `#[target_feature]` function cannot be inlined
 //! into baseline code), and convert bfloat16 element by element with a
 //! branch. Here float16 runs F16C over the whole block in one call when
-//! [`isa::avx2`](super::isa::avx2) allows (else `half`'s), and bfloat16 is
+//! [`isa::avx2`](super::isa::avx2) allows, 16 at a time when
+//! [`isa::avx512`](super::isa::avx512) does (else `half`'s), and bfloat16 is
 //! plain bit arithmetic the compiler vectorises (inlined, so inside the AVX2
 //! loops of `isa::twin!` it is AVX2). Results are `half`'s to the bit:
 //! F16C rounds to nearest even as `half` does, and bfloat16 is
@@ -27,6 +28,11 @@ impl NarrowSlice for f16 {
     fn widen(src: &[f16], dst: &mut [f32]) {
         assert_eq!(src.len(), dst.len());
         #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if super::isa::avx512() {
+            // SAFETY: the CPU has AVX-512 F (checked); the lengths are equal.
+            return unsafe { f16c::widen16(src, dst) };
+        }
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         if super::isa::avx2() {
             // SAFETY: the CPU has F16C (checked); the lengths are equal.
             return unsafe { f16c::widen(src, dst) };
@@ -37,6 +43,11 @@ impl NarrowSlice for f16 {
     #[inline(always)]
     fn narrow(src: &[f32], dst: &mut [f16]) {
         assert_eq!(src.len(), dst.len());
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if super::isa::avx512() {
+            // SAFETY: the CPU has AVX-512 F (checked); the lengths are equal.
+            return unsafe { f16c::narrow16(src, dst) };
+        }
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if super::isa::avx2() {
             // SAFETY: the CPU has F16C (checked); the lengths are equal.
@@ -111,6 +122,46 @@ mod f16c {
             };
             dst[i..].copy_from_slice(&b[..n - i]);
         }
+    }
+
+    /// [`widen`] 16 at a time (AVX-512 F), the tail by [`widen`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, AVX2 and F16C; `src` and `dst` have one length.
+    #[target_feature(enable = "avx512f,avx2,f16c")]
+    pub(super) unsafe fn widen16(src: &[f16], dst: &mut [f32]) {
+        let body = src.len() / 16 * 16;
+        let (s, d) = (src.as_ptr().cast::<u16>(), dst.as_mut_ptr());
+        for i in (0..body).step_by(16) {
+            // SAFETY: elements i..i + 16 lie inside both slices.
+            unsafe {
+                _mm512_storeu_ps(
+                    d.add(i),
+                    _mm512_cvtph_ps(_mm256_loadu_si256(s.add(i).cast())),
+                )
+            };
+        }
+        // SAFETY: the caller's promise.
+        unsafe { widen(&src[body..], &mut dst[body..]) }
+    }
+
+    /// [`narrow`] 16 at a time (AVX-512 F), the tail by [`narrow`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, AVX2 and F16C; `src` and `dst` have one length.
+    #[target_feature(enable = "avx512f,avx2,f16c")]
+    pub(super) unsafe fn narrow16(src: &[f32], dst: &mut [f16]) {
+        let body = src.len() / 16 * 16;
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u16>());
+        for i in (0..body).step_by(16) {
+            // SAFETY: elements i..i + 16 lie inside both slices.
+            unsafe {
+                let v = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_loadu_ps(s.add(i)));
+                _mm256_storeu_si256(d.add(i).cast(), v);
+            }
+        }
+        // SAFETY: the caller's promise.
+        unsafe { narrow(&src[body..], &mut dst[body..]) }
     }
 
     /// float32 to float16 rounded to nearest even, 8 at a time.

@@ -111,6 +111,21 @@ def test_numbers_added_to_narrow_floats_round_as_torch(dtype, number):
     exact(t, want)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_broadcast_operands_of_narrow_floats_round_as_torch(dtype):
+    """A stride-0 operand (a column or row broadcast, on either side) fills
+    its float32 block once; rows longer than a block and odd lengths."""
+    m = sample(dtype, 37 * 601, 4).reshape(37, 601)
+    d = db.from_dlpack(m)
+    for op in (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a / b, lambda a, b: b - a):
+        for pick in (lambda z: z[:, :1], lambda z: z[:1], lambda z: z[3:4, 7:8]):
+            exact(op(d, pick(d)), op(m, pick(m)))
+    t, want = db.from_dlpack(m.clone()), m.clone()
+    t.mul_(t[:, 5:6])
+    want.mul_(want[:, 5:6].clone())
+    exact(t, want)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "float64"])
 def test_long_loops_split_across_threads_match_torch(dtype):
     n = 1_000_003
