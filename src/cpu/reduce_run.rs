@@ -157,11 +157,11 @@ super::isa::twin! {
 }
 super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
-    pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme, avx512 if T::AVX512;
+    pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme;
 }
 super::isa::twin! {
     /// [`Kernel::extreme_row`] for the CPU's instruction set.
-    pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row, avx512 if T::AVX512;
+    pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row;
 }
 super::isa::twin! {
     /// The leaf of [`numpy_pairwise`] (at most 128 elements).
@@ -361,97 +361,83 @@ fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
     acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
 }
 
-/// The winner of a non-empty float run: lanes of maxima (NaN never enters
-/// them) and of NaN flags, then a scan for the first NaN or for the first
-/// element equal to the winner (only when its position, or the sign of a
-/// zero, matters).
-macro_rules! extreme_float {
-    ($name:ident, $t:ty) => {
-        #[inline(always)]
-        fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
-            let mut best = [if max {
-                <$t>::NEG_INFINITY
-            } else {
-                <$t>::INFINITY
-            }; LANES];
-            let mut nan = [false; LANES];
-            let mut chunks = xs.chunks_exact(LANES);
-            if max {
-                for c in &mut chunks {
-                    for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
-                        *n |= x.is_nan();
-                        *b = if x > *b { x } else { *b };
-                    }
-                }
-            } else {
-                for c in &mut chunks {
-                    for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
-                        *n |= x.is_nan();
-                        *b = if x < *b { x } else { *b };
-                    }
-                }
-            }
-            let mut any_nan = nan.iter().any(|&n| n);
-            let mut b = best[0];
-            for &x in best.iter().skip(1).chain(chunks.remainder()) {
-                any_nan |= x.is_nan();
-                if (max && x > b) || (!max && x < b) {
-                    b = x;
-                }
-            }
-            if any_nan {
-                let at = xs.iter().position(|x| x.is_nan()).unwrap_or(0);
-                return (xs[at], at);
-            }
-            if !need_pos && b != 0.0 {
-                return (b, usize::MAX);
-            }
-            let at = xs.iter().position(|&x| x == b).unwrap_or(0);
-            (xs[at], at)
-        }
+/// The winner of a non-empty run and its first position (`usize::MAX`
+/// when not asked for and not needed): lanes of running winners, which a
+/// NaN never enters, and NaN flags; then a scan for the first NaN, or for
+/// the first element equal to the winner when its position (or the sign of
+/// a zero) matters.
+#[inline(always)]
+fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
+    let (b, nan) = match (max, xs.len() < 4 * LANES) {
+        (true, true) => winner_lanes::<T, true, 8>(xs),
+        (true, false) => winner_lanes::<T, true, LANES>(xs),
+        (false, true) => winner_lanes::<T, false, 8>(xs),
+        (false, false) => winner_lanes::<T, false, LANES>(xs),
     };
+    if nan {
+        let at = xs.iter().position(|x| x.is_nan()).unwrap_or(0);
+        return (xs[at], at);
+    }
+    if !need_pos && b != T::zeroed() {
+        return (b, usize::MAX);
+    }
+    let at = xs.iter().position(|&x| x == b).unwrap_or(0);
+    (xs[at], at)
 }
-extreme_float!(extreme_f32, f32);
-extreme_float!(extreme_f64, f64);
 
-/// The winner of a non-empty integer run: lanes, then (if asked) a scan.
-macro_rules! extreme_int {
-    ($name:ident, $t:ty) => {
-        #[inline(always)]
-        fn $name(xs: &[$t], max: bool, need_pos: bool) -> ($t, usize) {
-            let mut best = [xs[0]; LANES];
-            let mut chunks = xs.chunks_exact(LANES);
-            if max {
-                for c in &mut chunks {
-                    for (b, &x) in best.iter_mut().zip(c) {
-                        *b = (*b).max(x);
-                    }
-                }
-            } else {
-                for c in &mut chunks {
-                    for (b, &x) in best.iter_mut().zip(c) {
-                        *b = (*b).min(x);
-                    }
-                }
-            }
-            let all = best.iter().chain(chunks.remainder());
-            let b = if max {
-                all.copied().max()
-            } else {
-                all.copied().min()
-            }
-            .unwrap_or(xs[0]);
-            if !need_pos {
-                return (b, usize::MAX);
-            }
-            (b, xs.iter().position(|&x| x == b).unwrap_or(0))
+/// The winner of a non-empty integer run: a max or min reduction (which
+/// the loop vectoriser knows), then, if asked, a scan for its position.
+#[inline(always)]
+fn extreme_ord<T: Ord + Copy>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
+    // A fold over values (`Iterator::max` tracks a reference: no vectors).
+    let b = if max {
+        xs.iter().fold(xs[0], |b, &x| b.max(x))
+    } else {
+        xs.iter().fold(xs[0], |b, &x| b.min(x))
+    };
+    if !need_pos {
+        return (b, usize::MAX);
+    }
+    (b, xs.iter().position(|&x| x == b).unwrap_or(0))
+}
+
+/// `L` running winners over chunks of `L` (the tail folded into the first
+/// lanes, then the lanes halved as a tree: no scalar pass over them), and
+/// whether a NaN was seen. The lanes start at `xs[0]`; a NaN there is seen
+/// when its chunk is.
+#[inline(always)]
+fn winner_lanes<T: Arith, const MAX: bool, const L: usize>(xs: &[T]) -> (T, bool) {
+    let better = |x: T, b: T| if MAX { b.less(x) } else { x.less(b) };
+    let mut best = [xs[0]; L];
+    let mut nan = [false; L];
+    let mut chunks = xs.chunks_exact(L);
+    let mut take = |c: &[T]| {
+        for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
+            *n |= x.is_nan();
+            *b = if better(x, *b) { x } else { *b };
         }
     };
+    for c in &mut chunks {
+        take(c);
+    }
+    take(chunks.remainder());
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            nan[l] |= nan[l + w];
+            best[l] = if better(best[l + w], best[l]) {
+                best[l + w]
+            } else {
+                best[l]
+            };
+        }
+    }
+    (best[0], nan[0])
 }
 
 macro_rules! int_kernel {
-    ($($t:ty => $ext:ident),*) => {$(
-        extreme_int!($ext, $t);
+    ($($t:ty),*) => {$(
         impl Kernel for $t {
             type A = i64;
             const AVX512: bool = false;
@@ -473,13 +459,12 @@ macro_rules! int_kernel {
             }
             #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
-                $ext(xs, max, need_pos)
+                extreme_ord(xs, max, need_pos)
             }
         }
     )*};
 }
-int_kernel!(u8 => extreme_u8, i8 => extreme_i8, i16 => extreme_i16, u16 => extreme_u16,
-            i32 => extreme_i32, u32 => extreme_u32, i64 => extreme_i64, u64 => extreme_u64);
+int_kernel!(u8, i8, i16, u16, i32, u32, i64, u64);
 
 impl Kernel for bool {
     type A = i64;
@@ -516,7 +501,7 @@ impl Kernel for f32 {
     }
     #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
-        extreme_f32(xs, max, need_pos)
+        extreme_lanes(xs, max, need_pos)
     }
 }
 
@@ -544,7 +529,7 @@ impl Kernel for f64 {
     }
     #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
-        extreme_f64(xs, max, need_pos)
+        extreme_lanes(xs, max, need_pos)
     }
 }
 
@@ -581,7 +566,7 @@ macro_rules! half_kernel {
                     // Without a position to report, the float32 winner
                     // narrows back exactly (a NaN or a zero, whose sign
                     // matters, comes with its position and is copied).
-                    let (v, at) = extreme_f32(buf, max, need_pos);
+                    let (v, at) = extreme_lanes(buf, max, need_pos);
                     let cand = match chunk.get(at) {
                         Some(&x) => (x, k * LEAF + at),
                         None => (<$t>::from_f32(v), usize::MAX),
@@ -599,22 +584,25 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
-                // Both widened to float32 (exact), compared there; the
-                // winners are copied back as they were.
+                // Both widened to float32 (exact) and compared there; the
+                // winners are copied as they were (a select per column).
                 let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
+                let take = |b: f32, x: f32| !b.is_nan() && (x.is_nan() || if max { b < x } else { x < b });
                 for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
                     let n = row.len();
-                    <$t as NarrowSlice>::widen(best, &mut b32[..n]);
-                    <$t as NarrowSlice>::widen(row, &mut x32[..n]);
-                    let old = b32;
+                    let (b32, x32) = (&mut b32[..n], &mut x32[..n]);
+                    <$t as NarrowSlice>::widen(best, b32);
+                    <$t as NarrowSlice>::widen(row, x32);
+                    let pairs = best.iter_mut().zip(row).zip(b32.iter().zip(x32.iter()));
                     if at.is_empty() {
-                        extreme_values_row(&mut b32[..n], &x32[..n], max);
+                        for ((o, &x), (&b, &x32)) in pairs {
+                            *o = if take(b, x32) { x } else { *o };
+                        }
                     } else {
-                        extreme_row_generic(&mut b32[..n], &mut at[k * LEAF..k * LEAF + n], &x32[..n], r, max);
-                    }
-                    for j in 0..n {
-                        if b32[j].to_bits() != old[j].to_bits() {
-                            best[j] = row[j];
+                        for (((o, &x), (&b, &x32)), i) in pairs.zip(&mut at[k * LEAF..k * LEAF + n]) {
+                            let t = take(b, x32);
+                            *o = if t { x } else { *o };
+                            *i = if t { r } else { *i };
                         }
                     }
                 }

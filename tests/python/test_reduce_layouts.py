@@ -186,3 +186,33 @@ def test_narrow_float_sums_are_closer_to_exact_than_numpy_or_torch(dtype):
     assert error(ours, exact) <= error(theirs, exact) + 1e-12
     if dtype == "float32":
         assert error(ours, exact) <= error(np.sum(x), exact) + 1e-12
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"])
+def test_runs_and_rows_of_every_short_length_match_torch(dtype):
+    """Every length from 1 to 70 (the lanes' chunks, tails and trees), ties,
+    NaN first, middle and last, zeros of both signs and infinities: values
+    and first positions as torch's, along contiguous runs and down rows."""
+    g = torch.Generator().manual_seed(11)
+    floating = dtype.startswith(("float", "bfloat"))
+    for n in range(1, 71):
+        m = torch.randint(0, 7, (9, n), generator=g).to(getattr(torch, dtype))
+        if floating:
+            m = m - 3
+            m[1, n // 2] = float("nan")
+            m[2, 0] = float("nan")
+            m[3, n - 1] = float("nan")
+            m[4] = 0.0
+            m[4, n // 3] = -0.0
+            m[5] = float("-inf")
+            m[6, n - 1] = float("inf")
+        for dim, view in ((1, m), (0, m.T.contiguous())):
+            t = db.from_dlpack(view)
+            for op in ("max", "min"):
+                values, idx = getattr(t, op)(dim)
+                tv, ti = getattr(view, op)(dim)
+                torch.testing.assert_close(torch.from_dlpack(values), tv, rtol=0, atol=0, equal_nan=True)
+                assert torch.equal(torch.from_dlpack(idx), ti), (n, dim, op)
+            for op in ("amax", "amin"):
+                got = torch.from_dlpack(getattr(t, op)(dim))
+                torch.testing.assert_close(got, getattr(view, op)(dim), rtol=0, atol=0, equal_nan=True)
