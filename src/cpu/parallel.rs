@@ -3,7 +3,8 @@
 //! rayon's `scope`/`join` called from a thread outside its pool (Python's)
 //! hand the whole job to the pool and put the caller to sleep: every call
 //! pays a worker's wake-up and then the caller's. Here the caller starts
-//! right away on the pieces and the pool's workers join in as they wake,
+//! right away on the pieces and the helpers (a pool of our own, one thread
+//! fewer than [`threads`]) join in as they wake,
 //! claiming pieces from a counter; the caller waits only for pieces another
 //! thread has claimed (which are running), never for a worker to wake. This
 //! is how OpenMP's master thread works in NumPy's and torch's loops, and it
@@ -12,7 +13,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Threads for large loops: `DLBRIDGE_NUM_THREADS`, else rayon's (the cores).
+/// Threads for large loops, the caller's included: `DLBRIDGE_NUM_THREADS`,
+/// else the cores this process may use.
 pub(crate) fn threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
@@ -20,7 +22,23 @@ pub(crate) fn threads() -> usize {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|&n| n > 0)
-            .unwrap_or_else(rayon::current_num_threads)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// The helpers: `threads() - 1` workers of a pool of our own, since the
+/// calling thread is the other one. (rayon's global pool has a worker per
+/// core: with the caller that made one thread more than the cores, and an
+/// idle worker's `sched_yield` spinning took a core from the two doing the
+/// work; 2 threads ran a 33,000-element loop 2x slower than 1 on 2 cores.)
+fn helpers() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads().saturating_sub(1).max(1))
+            .thread_name(|i| format!("dlbridge-cpu-{i}"))
+            .build()
+            .expect("the CPU helper threads start")
     })
 }
 
@@ -90,7 +108,7 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
     });
     for _ in 0..helpers {
         let job = Arc::clone(&job);
-        rayon::spawn(move || job.run());
+        self::helpers().spawn(move || job.run());
     }
     job.run();
     // Every piece is claimed now; wait for those still running elsewhere.

@@ -183,3 +183,23 @@ def test_avx2_and_avx512_loops_give_the_baseline_loops_bits():
         assert r.returncode == 0, f"DLBRIDGE_ISA={isa}:\n{r.stderr}"
         runs[isa] = r.stdout
     assert runs["baseline"] == runs["avx2"] == runs["detect"]
+
+
+THREAD_NAMES = r"""
+import glob, dlbridge as db
+a = db.ones(1_000_000)
+(a + a).sum()
+names = [open(p).read().strip() for p in glob.glob("/proc/self/task/*/comm")]
+print(sorted(n for n in names if n.startswith("dlbridge-cpu")))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc")
+@pytest.mark.parametrize("threads", [1, 3])
+def test_large_loops_use_the_caller_and_threads_minus_one_helpers(threads):
+    """The calling thread takes part, so DLBRIDGE_NUM_THREADS=N starts N - 1
+    helper threads (none for 1), not a pool of N beside the caller."""
+    env = python_env(dict(os.environ, DLBRIDGE_NUM_THREADS=str(threads)))
+    r = subprocess.run([sys.executable, "-c", THREAD_NAMES], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str([f"dlbridge-cpu-{i}" for i in range(threads - 1)])
