@@ -533,6 +533,10 @@ impl Kernel for f64 {
     }
 }
 
+/// Columns of a float16/bfloat16 row widened at a time when adding rows
+/// (a short row zeroes a short buffer).
+const ROW_BLOCK: usize = 64;
+
 /// float16 and bfloat16: widened to float32 a block at a time.
 macro_rules! half_kernel {
     ($($t:ty),*) => {$(
@@ -547,12 +551,25 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn add_row(acc: &mut [f64], row: &[Self]) {
-                let mut buf = [0f32; LEAF];
-                for (acc, row) in acc.chunks_mut(LEAF).zip(row.chunks(LEAF)) {
+                let mut buf = [0f32; ROW_BLOCK];
+                for (acc, row) in acc.chunks_mut(ROW_BLOCK).zip(row.chunks(ROW_BLOCK)) {
                     let buf = &mut buf[..row.len()];
                     <$t as NarrowSlice>::widen(row, buf);
                     for (a, &x) in acc.iter_mut().zip(buf.iter()) {
                         *a += x as f64;
+                    }
+                }
+            }
+            #[inline(always)]
+            fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {
+                let (mut b0, mut b1) = ([0f32; ROW_BLOCK], [0f32; ROW_BLOCK]);
+                let rows = r0.chunks(ROW_BLOCK).zip(r1.chunks(ROW_BLOCK));
+                for (acc, (r0, r1)) in acc.chunks_mut(ROW_BLOCK).zip(rows) {
+                    let (b0, b1) = (&mut b0[..r0.len()], &mut b1[..r1.len()]);
+                    <$t as NarrowSlice>::widen(r0, b0);
+                    <$t as NarrowSlice>::widen(r1, b1);
+                    for ((a, &x), &y) in acc.iter_mut().zip(b0.iter()).zip(b1.iter()) {
+                        *a = *a + x as f64 + y as f64;
                     }
                 }
             }
