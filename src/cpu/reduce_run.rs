@@ -102,9 +102,9 @@ impl<A: Acc> Pairwise<A> {
 /// The kernels of one element type.
 pub(crate) trait Kernel: Arith {
     type A: Acc;
-    /// Whether the AVX-512 copies of these kernels run where the CPU has
+    /// Whether the AVX-512 copies of the sum kernels run where the CPU has
     /// them: not for integers, whose int64 lanes ran 2x slower there than in
-    /// the AVX2 copies (measured by `bench_ops.py`).
+    /// the AVX2 copies (measured by `bench_ops.py`). The extremes always may.
     #[cfg_attr(miri, allow(dead_code))] // Miri runs the baseline copies only
     const AVX512: bool = true;
     /// The sum of at most [`LEAF`] elements.
