@@ -91,28 +91,10 @@ macro_rules! twin {
         $(#[$m])*
         #[inline(always)]
         $vis unsafe fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if $crate::cpu::isa::avx512() $(&& $wide)? {
-                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-                unsafe fn avx512<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-                    // SAFETY: the caller's promise, passed on.
-                    unsafe { $body($($arg),*) }
-                }
-                // SAFETY: the CPU has the features (checked); the rest is
-                // the caller's promise, passed on.
-                return unsafe { avx512($($arg),*) };
-            }
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if $crate::cpu::isa::avx2() {
-                #[target_feature(enable = "avx2,fma,f16c")]
-                unsafe fn avx2<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-                    // SAFETY: the caller's promise, passed on.
-                    unsafe { $body($($arg),*) }
-                }
-                // SAFETY: the CPU has the features (checked); the rest is
-                // the caller's promise, passed on.
-                return unsafe { avx2($($arg),*) };
-            }
+            $crate::cpu::isa::twin!(@copy [unsafe] avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c",
+                $crate::cpu::isa::avx512() $(&& $wide)?, [$($gen)*] ($($arg: $ty),*) $(-> $ret)? => $body);
+            $crate::cpu::isa::twin!(@copy [unsafe] avx2, "avx2,fma,f16c",
+                $crate::cpu::isa::avx2(), [$($gen)*] ($($arg: $ty),*) $(-> $ret)? => $body);
             // SAFETY: the caller's promise, passed on.
             unsafe { $body($($arg),*) }
         }
@@ -121,25 +103,28 @@ macro_rules! twin {
         $(#[$m])*
         #[inline(always)]
         $vis fn $name<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if $crate::cpu::isa::avx512() $(&& $wide)? {
-                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-                fn avx512<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
-                }
-                // SAFETY: the CPU has the features (checked).
-                return unsafe { avx512($($arg),*) };
-            }
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            if $crate::cpu::isa::avx2() {
-                #[target_feature(enable = "avx2,fma,f16c")]
-                fn avx2<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
-                    $body($($arg),*)
-                }
-                // SAFETY: the CPU has the features (checked).
-                return unsafe { avx2($($arg),*) };
-            }
+            $crate::cpu::isa::twin!(@copy [] avx512, "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c",
+                $crate::cpu::isa::avx512() $(&& $wide)?, [$($gen)*] ($($arg: $ty),*) $(-> $ret)? => $body);
+            $crate::cpu::isa::twin!(@copy [] avx2, "avx2,fma,f16c",
+                $crate::cpu::isa::avx2(), [$($gen)*] ($($arg: $ty),*) $(-> $ret)? => $body);
             $body($($arg),*)
+        }
+    };
+    // One copy: `body` compiled under `features`, called (and returned
+    // from) when `when` holds.
+    (@copy [$($unsafe:ident)?] $copy:ident, $features:literal, $when:expr,
+     [$($gen:tt)*] ($($arg:ident : $ty:ty),*) $(-> $ret:ty)? => $body:path) => {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if $when {
+            #[target_feature(enable = $features)]
+            $($unsafe)? fn $copy<$($gen)*>($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: an unsafe body's promise is the caller's, passed on.
+                #[allow(unused_unsafe)]
+                unsafe { $body($($arg),*) }
+            }
+            // SAFETY: the CPU has the features (checked); the rest is the
+            // caller's promise, passed on.
+            return unsafe { $copy($($arg),*) };
         }
     };
 }
