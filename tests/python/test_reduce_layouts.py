@@ -216,3 +216,18 @@ def test_runs_and_rows_of_every_short_length_match_torch(dtype):
             for op in ("amax", "amin"):
                 got = torch.from_dlpack(getattr(t, op)(dim))
                 torch.testing.assert_close(got, getattr(view, op)(dim), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype, tiny, want", [("float16", 2.0**-24, 1 + 2.0**-10), ("bfloat16", 2.0**-40, 1 + 2.0**-7)])
+def test_narrow_float_sums_round_once(dtype, tiny, want):
+    """1 + (half an ulp) + tiny: the exact sum lies just above a tie, so it
+    rounds up; through a float32 rounded to nearest first (torch's way) the
+    tiny part is lost and the tie rounds down to 1. Along runs, down rows
+    and over everything."""
+    row = [1.0, 2.0**-11 if dtype == "float16" else 2.0**-8, tiny]
+    m = torch.tensor([row] * 5, dtype=getattr(torch, dtype))
+    t = db.from_dlpack(m)
+    for got in (t.sum(1), db.from_dlpack(m.T.contiguous()).sum(0), t[:1].sum()):
+        assert torch.from_dlpack(got).double().unique().tolist() == [want]
+    # A mean divides the float32 sum in float32, as torch's does.
+    assert torch.equal(torch.from_dlpack(t.mean(1)), m.mean(1))
