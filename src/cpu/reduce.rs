@@ -16,7 +16,6 @@
 //! threads.
 
 use super::copy::materialize;
-use super::narrow::NarrowSlice;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
     Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, add_rows2, better_of, extreme, extreme_row,
@@ -24,9 +23,7 @@ use super::reduce_run::{
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
-use crate::element::f64_to_f32_odd;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};
-use half::{bf16, f16};
 
 /// Columns per tile when accumulating whole rows.
 const TILE: usize = 256;
@@ -92,11 +89,6 @@ impl Sink {
     /// more than the sum of a short run).
     fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
         let averaging = self.op == ReduceOp::Mean;
-        match self.dtype {
-            DType::F16 => return self.put_narrow::<f16, A>(first, sums),
-            DType::BF16 => return self.put_narrow::<bf16, A>(first, sums),
-            _ => {}
-        }
         with_element!(self.dtype, O => {
             // SAFETY: `out` holds the output's elements of O; these indices
             // are below its numel, and each is written by one thread.
@@ -107,31 +99,6 @@ impl Sink {
                 unsafe { out.add(j).write(O::from_scalar(v)) }
             }
         })
-    }
-
-    /// [`put_sums`](Self::put_sums) into float16 or bfloat16: each value
-    /// rounded to float32 (to odd, as `from_scalar` does) into a buffer,
-    /// then narrowed a slice at a time (`narrow.rs`, `from_f32`'s bits).
-    fn put_narrow<H: NarrowSlice, A: Acc>(&self, first: usize, sums: &[A]) {
-        let averaging = self.op == ReduceOp::Mean;
-        let mut buf = [0f32; BATCH];
-        for (k, chunk) in sums.chunks(BATCH).enumerate() {
-            let b = &mut buf[..chunk.len()];
-            for (x, a) in b.iter_mut().zip(chunk) {
-                let v = if averaging {
-                    mean(a.scalar(), self.dtype, self.n)
-                } else {
-                    a.scalar()
-                };
-                *x = f64_to_f32_odd(v.as_f64());
-            }
-            // SAFETY: `out` holds the output's elements of H; these indices
-            // are below its numel, and each is written by one thread.
-            let out = unsafe {
-                std::slice::from_raw_parts_mut((self.out as *mut H).add(first + k * BATCH), b.len())
-            };
-            H::narrow(b, out);
-        }
     }
 
     fn put_extreme<T: Element>(&self, i: usize, v: T, at: usize) {
