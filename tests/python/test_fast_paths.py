@@ -186,11 +186,24 @@ def test_avx2_and_avx512_loops_give_the_baseline_loops_bits():
 
 
 THREAD_NAMES = r"""
-import glob, dlbridge as db
+import glob, sys, time, dlbridge as db
 a = db.ones(1_000_000)
 (a + a).sum()
-names = [open(p).read().strip() for p in glob.glob("/proc/self/task/*/comm")]
-print(sorted(n for n in names if n.startswith("dlbridge-cpu")))
+def helpers():
+    names = []
+    for p in glob.glob("/proc/self/task/*/comm"):
+        try:
+            names.append(open(p).read().strip())
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return sorted(n for n in names if n.startswith("dlbridge-cpu"))
+# A new thread names itself once it runs: wait for the expected set (up to
+# 10 s), then look again a moment later (no more come).
+want, end = int(sys.argv[1]) - 1, time.monotonic() + 10
+while len(helpers()) < want and time.monotonic() < end:
+    time.sleep(0.01)
+time.sleep(0.2)
+print(helpers())
 """
 
 
@@ -200,6 +213,6 @@ def test_large_loops_use_the_caller_and_threads_minus_one_helpers(threads):
     """The calling thread takes part, so DLBRIDGE_NUM_THREADS=N starts N - 1
     helper threads (none for 1), not a pool of N beside the caller."""
     env = python_env(dict(os.environ, DLBRIDGE_NUM_THREADS=str(threads)))
-    r = subprocess.run([sys.executable, "-c", THREAD_NAMES], env=env, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", THREAD_NAMES, str(threads)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str([f"dlbridge-cpu-{i}" for i in range(threads - 1)])
