@@ -31,7 +31,7 @@ pub(crate) fn threads() -> usize {
 /// core: with the caller that made one thread more than the cores, and an
 /// idle worker's `sched_yield` spinning took a core from the two doing the
 /// work; 2 threads ran a 33,000-element loop 2x slower than 1 on 2 cores.)
-fn helpers() -> &'static rayon::ThreadPool {
+fn helper_pool() -> &'static rayon::ThreadPool {
     static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
@@ -108,7 +108,7 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
     });
     for _ in 0..helpers {
         let job = Arc::clone(&job);
-        self::helpers().spawn(move || job.run());
+        helper_pool().spawn(move || job.run());
     }
     job.run();
     // Every piece is claimed now; wait for those still running elsewhere.

@@ -246,14 +246,14 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
 /// a NaN on the left stays, a NaN on the right wins, ties stay left.
 #[inline(always)]
 pub(crate) fn better_of<T: Arith>(a: (T, usize), b: (T, usize), max: bool) -> (T, usize) {
-    if a.0.is_nan() {
-        return a;
-    }
-    if b.0.is_nan() || if max { a.0.less(b.0) } else { b.0.less(a.0) } {
-        b
-    } else {
-        a
-    }
+    if replaces(a.0, b.0, max) { b } else { a }
+}
+
+/// Whether a later `x` replaces the running winner `b`: a NaN winner stays,
+/// a NaN `x` wins, ties stay with `b` (every row and candidate update).
+#[inline(always)]
+fn replaces<T: Arith>(b: T, x: T, max: bool) -> bool {
+    !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(b) })
 }
 
 /// The first winner by a plain scan (any type with `Arith`).
@@ -285,7 +285,7 @@ pub(crate) fn extreme_row_generic<T: Arith>(
     max: bool,
 ) {
     for ((b, i), &x) in best.iter_mut().zip(at.iter_mut()).zip(row) {
-        if !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(*b) }) {
+        if replaces(*b, x, max) {
             *b = x;
             *i = r;
         }
@@ -293,18 +293,16 @@ pub(crate) fn extreme_row_generic<T: Arith>(
 }
 
 /// [`extreme_row_generic`] without positions: a select per column the
-/// compiler vectorises.
+/// compiler vectorises (`max` taken out of the loop).
 #[inline(always)]
 pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
     if max {
         for (b, &x) in best.iter_mut().zip(row) {
-            let take = !b.is_nan() && (x.is_nan() || b.less(x));
-            *b = if take { x } else { *b };
+            *b = if replaces(*b, x, true) { x } else { *b };
         }
     } else {
         for (b, &x) in best.iter_mut().zip(row) {
-            let take = !b.is_nan() && (x.is_nan() || x.less(*b));
-            *b = if take { x } else { *b };
+            *b = if replaces(*b, x, false) { x } else { *b };
         }
     }
 }
@@ -604,7 +602,7 @@ macro_rules! half_kernel {
                 // Both widened to float32 (exact) and compared there; the
                 // winners are copied as they were (a select per column).
                 let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
-                let take = |b: f32, x: f32| !b.is_nan() && (x.is_nan() || if max { b < x } else { x < b });
+                let take = |b: f32, x: f32| replaces(b, x, max);
                 for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
                     let n = row.len();
                     let (b32, x32) = (&mut b32[..n], &mut x32[..n]);
