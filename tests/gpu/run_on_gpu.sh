@@ -19,6 +19,8 @@
 # GPU_BATCH_USE_INSTALLED=1 skips the install and tests the importable dlbridge (how
 # tests/python/test_gpu_batch.py checks this script without a GPU).
 # GPU_BATCH_K passes `-k EXPR` to every pytest step (to rerun what failed after a fix).
+# GPU_BATCH_TEST_TIMEOUT bounds each test (default 300 s; pytest-timeout), GPU_BATCH_WORKERS
+# the gpu step's processes where pytest-xdist is installed (default 4).
 # GPU_BATCH_STEPS picks steps (default: all but rest, which fits a second call:
 # GPU_BATCH_STEPS=rest). GPU_BATCH_SECONDS (default 570) bounds the whole batch, so one
 # device call of at most 600 s ends with every log. Results go to $OUT (the device tool's
@@ -133,7 +135,11 @@ else
 fi
 export PYTHONUNBUFFERED=1
 PYTEST=("$PY" -m pytest -ra -p no:cacheprovider)
-"$PY" -c 'import pytest_timeout' 2>/dev/null && PYTEST+=(--timeout=300)
+"$PY" -c 'import pytest_timeout' 2>/dev/null && PYTEST+=(--timeout="${GPU_BATCH_TEST_TIMEOUT:-300}")
+# The GPU suite runs in 4 processes where pytest-xdist is installed: a crash (a bad pointer
+# in never-run code) then loses one worker's test, not the rest of the suite.
+XDIST=()
+"$PY" -c 'import xdist' 2>/dev/null && XDIST=(-n "${GPU_BATCH_WORKERS:-4}" --dist loadfile)
 [ -n "${GPU_BATCH_K:-}" ] && PYTEST+=(-k "$GPU_BATCH_K")
 
 versions() {
@@ -169,7 +175,7 @@ for step in $STEPS; do
       run_step env 60 bash -c versions
       grep -vE '^==' "$LOGS/env.log" > "$LOGS/versions.txt"; write_summary ;;
     gpu)
-      run_step gpu 240 "${PYTEST[@]}" -q tests/python/gpu tests/python/test_cuda_nogpu.py ;;
+      run_step gpu 240 "${PYTEST[@]}" "${XDIST[@]}" -q tests/python/gpu tests/python/test_cuda_nogpu.py ;;
     seeds)
       run_step seeds 60 "${PYTEST[@]}" -q tests/python/test_seeds.py ;;
     capi)
