@@ -29,6 +29,8 @@ FAILURES = []
 
 
 def check(what, got, want, tol=0.0):
+    if isinstance(got, db.Tensor):  # (a CUDA tensor has no __array__, as torch's)
+        got = host(got)
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
     if got.shape != want.shape or not np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True):

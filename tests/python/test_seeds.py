@@ -2,8 +2,10 @@
 
 Each snippet runs and prints what real torch prints (up to the ``dlbridge.`` prefix).
 Where a tutorial's shown output differs from what torch really prints, the real output
-is asserted and the difference noted. Every CUDA line raises RuntimeError (no CUDA
-device or driver); for ``.numpy()`` of a CUDA tensor, creating that tensor already raises.
+is asserted and the difference noted. The CUDA lines run as the tutorials show where a CUDA
+device is present (tests/gpu/run_on_gpu.sh runs this file on a GPU machine); without one,
+each raises RuntimeError (no CUDA device or driver), as torch without CUDA does, and for
+``.numpy()`` of a CUDA tensor, creating that tensor already raises.
 rand() output is random: its format and range are checked, not its digits.
 """
 
@@ -15,6 +17,24 @@ import torch
 
 import dlbridge as db
 from conftest import NO_CUDA
+
+HAVE_CUDA = db.cuda.is_available()
+CUDA0 = "device(type='cuda', index=0)"
+# What torch (and dlbridge) says to .numpy() of a CUDA tensor, as seeds 003 and 004 print.
+CUDA_NUMPY = re.escape("can't convert cuda:0 device type tensor to numpy. "
+                       "Use Tensor.cpu() to copy the tensor to host memory first.")
+
+
+def to_cuda(move):
+    """move() with a CUDA device present (the tensor it returns, checked to be on cuda:0);
+    without one, checks that it raises the no-CUDA RuntimeError and returns None."""
+    if not HAVE_CUDA:
+        with pytest.raises(RuntimeError, match=NO_CUDA):
+            move()
+        return None
+    t = move()
+    assert repr(t.device) == CUDA0 and t.is_cuda
+    return t
 
 
 def printed(x):
@@ -48,17 +68,21 @@ def test_seed000_cpu_tensor_device():
 
 
 @pytest.mark.parametrize("spec", CUDA_DEVICE_SPECS.values(), ids=CUDA_DEVICE_SPECS.keys())
-def test_seed000_to_cuda_raises(spec):
+def test_seed000_to_cuda(spec):
     cpu_tensor = db.tensor([0, 1, 2])
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        cpu_tensor.to(device=spec())
+    gpu_tensor = to_cuda(lambda: cpu_tensor.to(device=spec()))
+    if gpu_tensor is not None:
+        cpu_tensor = gpu_tensor.to(device="cpu")
+        assert repr(cpu_tensor.device) == "device(type='cpu')" and cpu_tensor.tolist() == [0, 1, 2]
 
 
 @pytest.mark.parametrize("spec", CUDA_DEVICE_SPECS.values(), ids=CUDA_DEVICE_SPECS.keys())
-def test_seed000_cuda_method_raises(spec):
+def test_seed000_cuda_method(spec):
     cpu_tensor = db.tensor([0, 1, 2])
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        cpu_tensor.cuda(device=spec())
+    gpu_tensor = to_cuda(lambda: cpu_tensor.cuda(device=spec()))
+    if gpu_tensor is not None:
+        cpu_tensor = gpu_tensor.cpu()
+        assert repr(cpu_tensor.device) == "device(type='cpu')" and cpu_tensor.tolist() == [0, 1, 2]
 
 
 def test_seed000_the_cuda_devices_themselves_print_like_torch():
@@ -98,10 +122,14 @@ def test_seed000_numpy_force_on_cpu():
     assert repr(db.tensor([0.0, 1.0, 2.0]).numpy(force=True)) == "array([0., 1., 2.], dtype=float32)"
 
 
-def test_seed000_cuda_tensor_numpy_force_cannot_even_be_created():
+def test_seed000_cuda_tensor_numpy_force():
     # my_tensor = torch.tensor([0., 1., 2.], device='cuda:0'); my_tensor.numpy(force=True)
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.tensor([0.0, 1.0, 2.0], device="cuda:0")
+    my_tensor = to_cuda(lambda: db.tensor([0.0, 1.0, 2.0], device="cuda:0"))
+    if my_tensor is not None:
+        assert repr(my_tensor.numpy(force=True)) == "array([0., 1., 2.], dtype=float32)"
+        for call in (my_tensor.numpy, lambda: my_tensor.numpy(force=False)):  # "# Error"
+            with pytest.raises(TypeError, match=CUDA_NUMPY):
+                call()
 
 
 # ============================================================== 001: tensor <-> numpy share storage
@@ -144,10 +172,17 @@ def test_seed001_rand_and_rand_like_print(seed):
             assert RAND_2x3.fullmatch(printed(t)), printed(t)
 
 
-def test_seed001_to_cuda_raises():
+def test_seed001_to_cuda():
     x = db.rand(2, 3)
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        x.to("cuda")
+    y = db.rand_like(x)
+    on_gpu = to_cuda(lambda: x.to("cuda"))
+    if on_gpu is not None:
+        assert printed(on_gpu) == torch_str(on_gpu)  # tensor([[...]], device='cuda:0')
+        assert printed(on_gpu).endswith("device='cuda:0')")
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, "
+                           "but found at least two devices, cuda:0 and cpu!"):
+            on_gpu + y
+        assert on_gpu.to("cpu").tolist() == x.tolist()
 
 
 def test_seed001_add_on_cpu():
@@ -188,10 +223,11 @@ def test_seed002_type_float32():
     assert repr(torch.from_numpy(np.eye(3)).type(torch.float32)) == EYE3  # same as torch
 
 
-def test_seed002_to_cuda_raises():
+def test_seed002_to_cuda():
     x = np.eye(3)
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.from_numpy(x).to("cuda")
+    on_gpu = to_cuda(lambda: db.from_numpy(x).to("cuda"))
+    if on_gpu is not None:
+        assert repr(on_gpu) == EYE3_F64.replace("]], dtype", "]], device='cuda:0', dtype")
 
 
 def test_seed002_eye_numpy():
@@ -207,10 +243,9 @@ def test_seed002_requires_grad_detach_numpy():
         x.numpy()
 
 
-def test_seed002_cuda_round_trip_raises_then_cpu_numpy():
+def test_seed002_cuda_round_trip_then_cpu_numpy():
     x = db.eye(3)
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        x = x.to("cuda")
+    x = to_cuda(lambda: x.to("cuda")) or x
     assert repr(x.to("cpu").numpy()) == EYE3_ARRAY
 
 
@@ -224,19 +259,23 @@ def test_seed002_detach_to_cpu_numpy_idempotent():
 
 
 @pytest.mark.parametrize("values", [[1, 2, 3.0], [0.52, 0.42, 0.53]], ids=str)
-def test_seed003_cuda_tensor_creation_raises(values):
-    # a_ten = torch.tensor([1,2,3.], device='cuda:0'); a_ten.numpy() -> can't convert cuda tensor:
-    # here the CUDA tensor cannot be created at all.
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.tensor(values, device="cuda:0")
+def test_seed003_cuda_tensor_numpy(values):
+    # a_ten = torch.tensor([1,2,3.], device='cuda:0'); a_ten.numpy() -> can't convert cuda tensor
+    # (without a CUDA device the tensor cannot be created at all).
+    a_ten = to_cuda(lambda: db.tensor(values, device="cuda:0"))
+    if a_ten is not None:
+        with pytest.raises(TypeError, match=CUDA_NUMPY):
+            a_ten.numpy()
+        a_cpu = a_ten.to("cpu")
+        assert a_cpu.tolist() == db.tensor(values).tolist() and repr(a_cpu.device) == "device(type='cpu')"
 
 
-def test_seed003_cuda_shorthands_raise_and_cpu_is_identity():
+def test_seed003_cuda_shorthands_and_cpu_is_identity():
     ten = db.tensor([0.52, 0.42, 0.53])
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        ten.cuda()
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        ten.cuda(0)
+    for ten_gpu in (to_cuda(ten.cuda), to_cuda(lambda: ten.cuda(0))):  # defaults to GPU index 0
+        if ten_gpu is not None:
+            ten_cpu = ten_gpu.cpu()
+            assert ten_cpu.tolist() == ten.tolist() and ten_cpu.data_ptr() != ten.data_ptr()
     assert ten.cpu() is ten
     assert ten.to("cpu") is ten
 
@@ -298,9 +337,12 @@ def test_seed004_requires_grad():
     assert repr(tensor.detach().numpy()) == "array([1., 2., 3., 4., 5.], dtype=float32)"
 
 
-def test_seed004_gpu_tensor_cannot_be_created():
+def test_seed004_gpu_tensor_numpy():
     # tensor = torch.tensor(..., requires_grad=True).cuda(); tensor.detach().numpy() -> TypeError
     tensor = db.tensor([1, 2, 3, 4, 5], dtype=db.float32, requires_grad=True)
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        tensor.cuda()
+    on_gpu = to_cuda(tensor.cuda)
+    if on_gpu is not None:
+        with pytest.raises(TypeError, match=CUDA_NUMPY):
+            on_gpu.detach().numpy()
+        assert repr(on_gpu.detach().cpu().numpy()) == "array([1., 2., 3., 4., 5.], dtype=float32)"
     assert repr(tensor.detach().cpu().numpy()) == "array([1., 2., 3., 4., 5.], dtype=float32)"

@@ -212,7 +212,8 @@ def check_export_outlives_tensor(base, consume, total):
 
 
 def capsule_info(c):
-    """Reads an unconsumed DLPack capsule: device, address of the first element, flags."""
+    """Reads an unconsumed DLPack capsule: device, address of the first element, flags,
+    strides (in elements; None where the producer left them NULL)."""
     versioned = is_capsule(c, "dltensor_versioned")
     assert versioned or is_capsule(c, "dltensor"), repr(c)
     p = capsule_pointer(c, b"dltensor_versioned" if versioned else b"dltensor")
@@ -220,4 +221,5 @@ def capsule_info(c):
     t = m.dl_tensor
     return SimpleNamespace(versioned=versioned, flags=m.flags if versioned else None,
                            device=(t.device.device_type, t.device.device_id),
-                           data=(t.data or 0) + t.byte_offset, ndim=t.ndim)
+                           data=(t.data or 0) + t.byte_offset, ndim=t.ndim,
+                           strides=tuple(t.strides[:t.ndim]) if t.strides else None)

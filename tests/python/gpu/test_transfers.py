@@ -181,6 +181,32 @@ def test_large_100mb_transfers_are_exact(rng):
     assert np.array_equal(cuda_from(sq).T.cpu().numpy(), sq.T)  # a transposed 100 MB CUDA view
 
 
+@pytest.mark.parametrize("n", [37, 3_000_001], ids=["small", "staged"])  # 12 MB: the pinned ring
+def test_copy_across_devices_writes_into_the_destination_itself(n, rng, no_leak):
+    """dst.copy_(src) between host and GPU, same dtype and shape, lands in dst's own memory
+    (a NumPy array sees it; a contiguous view between sentinels takes exactly its part),
+    both ways; a cast or a strided destination takes the general path, with the same values."""
+    a = rng.random(n, dtype=np.float32)
+    host = np.full(n + 10, -1.0, dtype=np.float32)
+    h = db.from_numpy(host)
+    c = cuda_from(a)
+    h[5:n + 5].copy_(c)  # device -> a view of NumPy memory
+    assert np.array_equal(host[5:n + 5], a) and (host[:5] == -1).all() and (host[n + 5:] == -1).all()
+    d = db.full((n + 10,), -1.0, device=DEV)
+    ptr = d.data_ptr()
+    d[3:n + 3].copy_(db.from_numpy(a[::-1].copy()))  # host -> a view of device memory
+    back = d.cpu().numpy()
+    assert d.data_ptr() == ptr
+    assert np.array_equal(back[3:n + 3], a[::-1]) and (back[:3] == -1).all() and (back[n + 3:] == -1).all()
+    wide64 = db.empty(n, dtype=db.float64)
+    wide64.copy_(c)  # a cast: the general path
+    assert np.array_equal(wide64.numpy(), a.astype(np.float64))
+    strided = db.zeros(2 * n, device=DEV)
+    strided[::2].copy_(db.from_numpy(a))  # a strided destination: the general path
+    assert np.array_equal(strided.cpu().numpy()[::2], a) and not strided.cpu().numpy()[1::2].any()
+    del h, c, d, wide64, strided
+
+
 def test_to_same_device_returns_the_tensor_and_copies_are_new_memory(rng):
     a = rand_array(rng, "float32", (4, 5))
     c = cuda_from(a)
