@@ -75,45 +75,79 @@ def thru_rows(rows, name, ours_gbps, peer_gbps, floor, correct, note=None):
 
 # ------------------------------------------------------------------- rows
 def bench_h2d(db, cfg, rows, sync):
-    """Rows 1a-1b: host (pageable NumPy memory) -> device."""
+    """Rows 1a-1d: host (pageable NumPy memory) -> device, into new and into existing memory."""
     nbytes = cfg.xfer_mib * MiB
     a = np.random.default_rng(0).random(nbytes // 4, dtype=np.float32)  # pages touched: resident
     pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     pinned.fill_(1)
     dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    t_ours, t_torch, t_pinned = gpu_seconds([
+    x, ta = db.empty(a.size, device="cuda"), torch.from_numpy(a)
+    tx = torch.empty(a.size, device="cuda")
+    t_ours, t_torch, t_into, t_torch_into, t_pinned = gpu_seconds([
         lambda: db.from_numpy(a).to("cuda"),
         lambda: torch.from_numpy(a).to("cuda"),
+        lambda: x.copy_(db.from_numpy(a)),
+        lambda: tx.copy_(ta),
         lambda: dev.copy_(pinned, non_blocking=True),
     ], cfg.xfer_loops, cfg.xfer_samples, sync)
     step = max(1, a.size // 4096)
     correct = np.array_equal(db.from_numpy(a).to("cuda")[::step].cpu().numpy(), a[::step])
-    ours, pinned_bw = gbps(nbytes, t_ours), gbps(nbytes, t_pinned)
+    x.fill_(0)
+    x.copy_(db.from_numpy(a))
+    into_correct = np.array_equal(x[::step].cpu().numpy(), a[::step])
+    ours, into, pinned_bw = gbps(nbytes, t_ours), gbps(nbytes, t_into), gbps(nbytes, t_pinned)
     thru_rows(rows, "1a. H2D pageable: db vs torch .to('cuda')", ours, gbps(nbytes, t_torch), 1.0, correct)
     thru_rows(rows, "1b. H2D pageable: db vs pinned cudaMemcpy", ours, pinned_bw, 0.85, correct)
+    thru_rows(rows, "1c. H2D into existing: x.copy_(a) vs torch", into, gbps(nbytes, t_torch_into), 1.0,
+              into_correct)
+    thru_rows(rows, "1d. H2D into existing: x.copy_(a) vs pinned", into, pinned_bw, 0.85, into_correct)
     return pinned_bw
 
 
 def bench_d2h(db, cfg, rows, sync):
-    """Rows 2a-2d: device -> host (new pageable memory each call)."""
+    """Rows 2a-2f: device -> host, into new pageable memory each call (2a-2d) and into an
+    existing NumPy array (2e-2f: the link and the staging alone, no first touch of new pages)."""
     nbytes = cfg.xfer_mib * MiB
     a = np.random.default_rng(1).random(nbytes // 4, dtype=np.float32)
     x, tx = db.from_numpy(a).to("cuda"), torch.from_numpy(a).to("cuda")
     pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    t_cpu, t_numpy, t_torch, t_pinned = gpu_seconds([
+    out = np.empty_like(a)
+    out.fill(0)  # pages touched: resident
+    o, to = db.from_numpy(out), torch.from_numpy(out)
+    t_cpu, t_numpy, t_torch, t_into, t_torch_into, t_pinned = gpu_seconds([
         lambda: x.cpu(),
         lambda: x.numpy(force=True),
         lambda: tx.cpu(),
+        lambda: o.copy_(x),
+        lambda: to.copy_(tx),
         lambda: pinned.copy_(dev, non_blocking=True),
     ], cfg.xfer_loops, cfg.xfer_samples, sync)
     correct = np.array_equal(x.cpu().numpy(), a) and np.array_equal(x.numpy(force=True), a)
+    out.fill(0)
+    o.copy_(x)
+    into_correct = np.array_equal(out, a)
     peer, pinned_bw = gbps(nbytes, t_torch), gbps(nbytes, t_pinned)
     thru_rows(rows, "2a. D2H t.cpu() vs torch tt.cpu()", gbps(nbytes, t_cpu), peer, 1.0, correct)
     thru_rows(rows, "2b. D2H t.numpy(force=True) vs tt.cpu()", gbps(nbytes, t_numpy), peer, 1.0, correct)
     thru_rows(rows, "2c. D2H t.cpu() vs pinned cudaMemcpy", gbps(nbytes, t_cpu), pinned_bw, 0.85, correct)
     thru_rows(rows, "2d. D2H t.numpy(force=True) vs pinned", gbps(nbytes, t_numpy), pinned_bw, 0.85, correct)
+    into = gbps(nbytes, t_into)
+    thru_rows(rows, "2e. D2H into existing: out.copy_(t) vs torch", into, gbps(nbytes, t_torch_into), 1.0,
+              into_correct)
+    thru_rows(rows, "2f. D2H into existing: out.copy_(t) vs pinned", into, pinned_bw, 0.85, into_correct)
     return pinned_bw
+
+
+def bench_host_copy(cfg, sync):
+    """Host memory bandwidth (GB/s of one copy's size) for one thread (np.copyto) and for
+    torch's threads (a CPU copy_): what the pinned staging of pageable memory can reach."""
+    n = cfg.xfer_mib * MiB // 4
+    a, b = np.ones(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    one, many = gpu_seconds([lambda: np.copyto(b, a), lambda: tb.copy_(ta)], cfg.xfer_loops, cfg.xfer_samples,
+                            sync)
+    return gbps(4 * n, one), gbps(4 * n, many)
 
 
 def bench_copy_bw(cfg, sync):
@@ -261,12 +295,14 @@ def main():
     pinned_h2d = bench_h2d(db, cfg, rows, sync)
     pinned_d2h = bench_d2h(db, cfg, rows, sync)
     copy_bw = bench_copy_bw(cfg, sync)
+    host_one, host_many = bench_host_copy(cfg, sync)
     bench_elementwise(db, cfg, rows, sync, copy_bw)
     bench_sum(db, cfg, rows, sync, copy_bw)
     bench_exchange(db, cfg, rows)
     print_table(rows, fmt, 48, "SKIP")
     print(f"reference bandwidths: pinned H2D {pinned_h2d:.1f} GB/s, pinned D2H {pinned_d2h:.1f} GB/s, "
-          f"D2D copy {copy_bw:.1f} GB/s (read+write)")
+          f"D2D copy {copy_bw:.1f} GB/s (read+write); host memcpy {host_one:.1f} GB/s on one thread, "
+          f"{host_many:.1f} GB/s on torch's {torch.get_num_threads()}")
 
     counted = [r for r in rows if r["passed"] is not None]
     failed = [r["row"] for r in counted if not r["passed"]]
@@ -275,7 +311,8 @@ def main():
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(dict(impl=args.impl, quick=args.quick, machine=info, config=vars(cfg),
                                        reference_gbps=dict(pinned_h2d=pinned_h2d, pinned_d2h=pinned_d2h,
-                                                           d2d_copy=copy_bw),
+                                                           d2d_copy=copy_bw, host_copy_1_thread=host_one,
+                                                           host_copy_torch_threads=host_many),
                                        rows=rows), indent=2))
     print(f"wrote {RESULTS}")
     return 1 if args.check and failed else 0

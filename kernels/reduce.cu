@@ -49,11 +49,22 @@ __device__ void sum_partial(const T* in, i64 n, A* partial, int wide) {
         const int V = 16 / sizeof(T);
         const i64 packs = n / V;
         const Pack<T>* p = reinterpret_cast<const Pack<T>*>(in);
-        for (i64 q = start; q < packs; q += step) {
+        // Two packs a turn into two accumulators: twice the loads in flight.
+        A acc2 = 0;
+        i64 q = start;
+        for (; q + step < packs; q += 2 * step) {
+            Pack<T> x = p[q], y = p[q + step];
+            #pragma unroll
+            for (int k = 0; k < V; ++k) acc += (A)Tr<T>::load(x.v[k]);
+            #pragma unroll
+            for (int k = 0; k < V; ++k) acc2 += (A)Tr<T>::load(y.v[k]);
+        }
+        if (q < packs) {
             Pack<T> x = p[q];
             #pragma unroll
             for (int k = 0; k < V; ++k) acc += (A)Tr<T>::load(x.v[k]);
         }
+        acc += acc2;
         done = packs * V;
     }
     for (i64 i = done + start; i < n; i += step) acc += (A)Tr<T>::load(in[i]);

@@ -271,9 +271,11 @@ pub(crate) trait Backend: Sync {
     /// uniform in [0, 1), from the generator `manual_seed` seeds.
     fn random(&self, dst: &Tensor) -> Result<()>;
 
-    /// A copy of `src` on `target`, in fresh memory, where one of the two
-    /// devices is this backend's (the other may be the host).
-    fn transfer(&self, src: &Tensor, target: Device) -> Result<Tensor>;
+    /// Copies `src` into `dst`: a contiguous tensor of the same shape and
+    /// dtype on another device, where one of the two devices is this
+    /// backend's (the other may be the host). `to_device` passes fresh
+    /// memory; `copy_` the destination itself, so no temporary is made.
+    fn transfer_into(&self, src: &Tensor, dst: &Tensor) -> Result<()>;
 }
 
 /// What an accelerator adds to the crate-internal `Backend`: its devices and the DLPack

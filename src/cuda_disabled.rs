@@ -74,12 +74,8 @@ impl Backend for Cuda {
     fn random(&self, dst: &Tensor) -> Result<()> {
         off(dst.device())
     }
-    fn transfer(&self, src: &Tensor, target: Device) -> Result<Tensor> {
-        off(if target.is_cpu() {
-            src.device()
-        } else {
-            target
-        })
+    fn transfer_into(&self, src: &Tensor, dst: &Tensor) -> Result<()> {
+        off(Device::host_last(src.device(), dst.device()).0)
     }
 }
 

@@ -509,9 +509,17 @@ impl Tensor {
         if target == self.device() {
             return Ok(self.clone());
         }
-        // The device that is not the host does the moving.
-        let (mover, _) = Device::host_last(target, self.device());
-        backend::of(mover).transfer(self, target)
+        let out = Tensor::empty(self.shape(), self.dtype, target)?;
+        self.transfer_into(&out)?;
+        Ok(out)
+    }
+
+    /// Copies this tensor into `dst`, a contiguous tensor of the same shape
+    /// and dtype on another device. The device that is not the host does
+    /// the moving.
+    fn transfer_into(&self, dst: &Tensor) -> Result<()> {
+        let (mover, _) = Device::host_last(dst.device(), self.device());
+        backend::of(mover).transfer_into(self, dst)
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
@@ -535,6 +543,10 @@ impl Tensor {
         }
         self.ensure_writable()?;
         let src = if src.device() != self.device() {
+            if src.dtype == self.dtype && src.shape() == self.shape() && self.is_contiguous() {
+                // Straight into this memory, as torch's copy_: no temporary.
+                return src.transfer_into(self);
+            }
             src.to_device(self.device())?
         } else if self.may_overlap(src) {
             src.clone_data()?

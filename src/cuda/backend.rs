@@ -65,13 +65,13 @@ impl Backend for Cuda {
         kernels::rand(dst)
     }
 
-    fn transfer(&self, t: &Tensor, target: Device) -> Result<Tensor> {
-        let target = self.resolve(target)?;
-        let out = Tensor::empty(t.shape(), t.dtype(), target)?;
+    fn transfer_into(&self, t: &Tensor, out: &Tensor) -> Result<()> {
+        debug_assert!(out.is_contiguous() && out.shape() == t.shape() && out.dtype() == t.dtype());
         if t.numel() == 0 {
-            return Ok(out);
+            return Ok(());
         }
         let bytes = t.nbytes();
+        let target = out.device();
         match (t.device().kind, target.kind) {
             (DeviceKind::Cpu, DeviceKind::Cuda) => {
                 let src = crate::cpu::materialize(&t.contiguous()?)?;
@@ -85,7 +85,8 @@ impl Backend for Cuda {
                 let src = t.contiguous()?;
                 let gpu = gpu_of(src.device())?;
                 src.storage().mark_device_use(&Cuda);
-                // SAFETY: out is a fresh contiguous host buffer of `bytes` bytes.
+                // SAFETY: out is a contiguous host tensor of `bytes` bytes that
+                // nothing else reads or writes during the copy.
                 let host = unsafe { std::slice::from_raw_parts_mut(out.data_ptr(), bytes) };
                 transfer::device_to_host(gpu, host, src.data_ptr() as u64)?;
             }
@@ -101,9 +102,9 @@ impl Backend for Cuda {
                     bytes,
                 )?;
             }
-            (DeviceKind::Cpu, DeviceKind::Cpu) => return t.clone_data(),
+            (DeviceKind::Cpu, DeviceKind::Cpu) => return out.copy_(t),
         }
-        Ok(out)
+        Ok(())
     }
 }
 
