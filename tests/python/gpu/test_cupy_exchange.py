@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 import dlbridge as db
 from conftest import DTYPE_NAMES, NP_DTYPE
@@ -96,15 +95,12 @@ def test_cupy_strided_views_into_dlbridge(view, cp, rng):
     if exported not in (None, real):
         # CuPy 14 divides a negative byte stride by the unsigned item size, so c[::-1]'s -1
         # leaves as 2**61 - 1. dlbridge refuses that tensor, rather than make a view that
-        # reads far outside the array.
+        # reads far outside the array. (torch.from_dlpack of it killed the test process
+        # on the H100 run, so it is not tried here.)
         with pytest.raises(BufferError, match="strides overflow the address space"):
             db.from_dlpack(c)
-        try:
-            seen = f"torch.from_dlpack reads strides {torch.from_dlpack(c).stride()}"
-        except Exception as e:  # noqa: BLE001 - what torch does with it is reported, not required
-            seen = f"torch.from_dlpack raises {type(e).__name__}: {e}"[:200]
         pytest.skip(f"CuPy {cp.__version__} exports strides {exported} for a view of strides {real}, "
-                    f"which dlbridge refuses as invalid ({seen})")
+                    "which dlbridge refuses as invalid")
     d = db.from_dlpack(c)
     assert d.shape == c.shape and d.data_ptr() == c.data.ptr
     assert d.stride() == tuple(s // 8 for s in c.strides)
