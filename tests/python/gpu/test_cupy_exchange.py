@@ -93,10 +93,11 @@ def test_cupy_strided_views_into_dlbridge(view, cp, rng):
     real = tuple(s // 8 for s in c.strides)
     exported = capsule_info(c.__dlpack__()).strides
     if exported not in (None, real):
-        # CuPy 14 divides a negative byte stride by the unsigned item size, so c[::-1]'s -1
-        # leaves as 2**61 - 1. dlbridge refuses that tensor, rather than make a view that
-        # reads far outside the array. (torch.from_dlpack of it killed the test process
-        # on the H100 run, so it is not tried here.)
+        # CuPy 14 divides a negative byte stride by the unsigned item size, so c[::-1]'s row
+        # stride -8 leaves as 2**61 - 8. dlbridge refuses that tensor, rather than make a view that
+        # reads far outside the array. (torch 2.11's from_dlpack of it aborts the process,
+        # seen on an H100: "Storage size calculation overflowed" thrown as an uncaught
+        # c10::Error; so torch is not tried here.)
         with pytest.raises(BufferError, match="strides overflow the address space"):
             db.from_dlpack(c)
         pytest.skip(f"CuPy {cp.__version__} exports strides {exported} for a view of strides {real}, "
