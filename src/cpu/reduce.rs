@@ -18,8 +18,8 @@
 use super::copy::materialize;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, add_rows2, better_of, extreme, extreme_row,
-    extreme_run, sum_run,
+    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, add_rows, add_rows2, better_of, extreme,
+    extreme_row, extreme_rows, extreme_run, sum_run,
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
@@ -89,16 +89,53 @@ impl Sink {
     /// more than the sum of a short run).
     fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
         let averaging = self.op == ReduceOp::Mean;
+        let (compute, n) = (self.dtype.compute_dtype(), self.n);
+        // `mean`, without its match on the dtype per output where the
+        // division is in float32 or float64 (the same bits).
+        let average = |s: Scalar| match (compute, s) {
+            (DType::F32, Scalar::Float(x)) => Scalar::Float(f64::from(x as f32 / n as f32)),
+            (DType::F64, Scalar::Float(x)) => Scalar::Float(x / n as f64),
+            _ => mean(s, self.dtype, n),
+        };
         with_element!(self.dtype, O => {
             // SAFETY: `out` holds the output's elements of O; these indices
             // are below its numel, and each is written by one thread.
             let out = unsafe { (self.out as *mut O).add(first) };
             for (j, a) in sums.iter().enumerate() {
-                let v = if averaging { mean(a.scalar(), self.dtype, self.n) } else { a.scalar() };
+                let v = if averaging { average(a.scalar()) } else { a.scalar() };
                 // SAFETY: as above.
                 unsafe { out.add(j).write(O::from_scalar(v)) }
             }
         })
+    }
+
+    /// Outputs `first..first + values.len()` and, when indices are wanted,
+    /// their positions `at`: one copy each where the output has the input's
+    /// dtype (a call per output cost a quarter of a short column max).
+    fn put_extremes<T: Element>(&self, first: usize, values: &[T], at: &[i64]) {
+        if self.dtype == T::DTYPE {
+            // SAFETY: as in `put_sums`; the output has T's dtype.
+            let out = unsafe { (self.out as *mut T).add(first) };
+            // SAFETY: `values.len()` outputs from `first` are ours to write,
+            // and the fresh output does not overlap the input.
+            unsafe { out.copy_from_nonoverlapping(values.as_ptr(), values.len()) }
+        } else {
+            with_element!(self.dtype, O => {
+                // SAFETY: as in `put_sums`.
+                let out = unsafe { (self.out as *mut O).add(first) };
+                for (j, v) in values.iter().enumerate() {
+                    // SAFETY: as in `put_sums`.
+                    unsafe { out.add(j).write(O::from_scalar(v.to_scalar())) }
+                }
+            })
+        }
+        if self.indices != 0 {
+            // SAFETY: `indices` holds as many int64 as the output; as above.
+            let indices = unsafe { (self.indices as *mut i64).add(first) };
+            debug_assert_eq!(at.len(), values.len());
+            // SAFETY: as above.
+            unsafe { indices.copy_from_nonoverlapping(at.as_ptr(), at.len()) }
+        }
     }
 
     fn put_extreme<T: Element>(&self, i: usize, v: T, at: usize) {
@@ -318,19 +355,25 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         if matches!(sink.op, ReduceOp::Sum | ReduceOp::Mean) {
             let mut acc = [T::A::ZERO; TILE];
             let acc = &mut acc[..w];
-            // Rows two at a time (the accumulators' loads and stores bound
-            // the loop), in order.
-            let mut pending = None;
-            walk(red, 0, rows, |_, roff| match pending.take() {
-                None => pending = Some(roff),
-                Some(prev) => add_rows2::<T>(
-                    acc,
-                    slice(base, koff + prev, w),
-                    slice(base, koff + roff, w),
-                ),
-            });
-            if let Some(last) = pending {
-                add_row::<T>(acc, slice(base, koff + last, w));
+            if let [r] = red {
+                // Rows evenly apart (a stride made non-negative above).
+                let s = r.s as usize;
+                add_rows::<T>(acc, slice(base, koff, (r.n - 1) * s + w), s, r.n);
+            } else {
+                // Rows two at a time (the accumulators' loads and stores
+                // bound the loop), in order.
+                let mut pending = None;
+                walk(red, 0, rows, |_, roff| match pending.take() {
+                    None => pending = Some(roff),
+                    Some(prev) => add_rows2::<T>(
+                        acc,
+                        slice(base, koff + prev, w),
+                        slice(base, koff + roff, w),
+                    ),
+                });
+                if let Some(last) = pending {
+                    add_row::<T>(acc, slice(base, koff + last, w));
+                }
             }
             sink.put_sums(first, acc);
         } else {
@@ -340,16 +383,24 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             best[..w].copy_from_slice(row0);
             let mut at = [0i64; TILE];
             let at_w = if sink.indices != 0 { w } else { 0 };
-            walk(red, 1, rows - 1, |r, roff| {
-                extreme_row::<T>(
-                    &mut best[..w],
-                    &mut at[..at_w],
-                    slice(base, koff + roff, w),
-                    r as i64,
-                    max,
-                )
-            });
-            (0..w).for_each(|j| sink.put_extreme(first + j, best[j], at[j] as usize));
+            match red {
+                // Values only, rows evenly apart (a non-negative stride).
+                [r] if at_w == 0 => {
+                    let s = r.s as usize;
+                    let rest = slice(base, koff + r.s, (r.n - 2) * s + w);
+                    extreme_rows::<T>(&mut best[..w], rest, s, r.n - 1, max);
+                }
+                _ => walk(red, 1, rows - 1, |r, roff| {
+                    extreme_row::<T>(
+                        &mut best[..w],
+                        &mut at[..at_w],
+                        slice(base, koff + roff, w),
+                        r as i64,
+                        max,
+                    )
+                }),
+            }
+            sink.put_extremes(first, &best[..w], &at[..at_w]);
         }
     };
     if units > 1 && units / tiles * cols.n * rows >= PARALLEL_MIN {

@@ -141,6 +141,84 @@ pub(crate) trait Kernel: Arith {
             extreme_row_generic(best, at, row, r, max)
         }
     }
+    /// `acc[j] += rows[r * stride + j]` for `r` in `0..count`, row after
+    /// row (the additions of [`add_row`](Self::add_row), in the same order).
+    #[inline(always)]
+    fn add_rows(acc: &mut [Self::A], rows: &[Self], stride: usize, count: usize) {
+        add_rows_in_registers(acc, rows, stride, count)
+    }
+    /// The running winners `best[j]` (values only) updated with
+    /// `rows[r * stride + j]` for `r` in `0..count`, as
+    /// [`extreme_row`](Self::extreme_row) row by row.
+    #[inline(always)]
+    fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
+        extreme_rows_in_registers(best, rows, stride, count, max)
+    }
+}
+
+/// Columns whose accumulators or winners stay in registers while every row
+/// passes ([`Kernel::add_rows`], [`Kernel::extreme_rows`]); narrower blocks
+/// take the rest, so a short row is no slower than a long one.
+const COLUMNS: [usize; 3] = [64, 16, 4];
+
+/// Row `r` of `rows`, `stride` elements apart, from `c0` for `n` columns.
+#[inline(always)]
+fn row_part<T>(rows: &[T], stride: usize, r: usize, c0: usize, n: usize) -> &[T] {
+    &rows[r * stride + c0..][..n]
+}
+
+/// Calls `f(c0, block)` for `values` cut into blocks of [`COLUMNS`] as
+/// fixed-size arrays (copied in and back out, so the compiler keeps them in
+/// registers), then for the last few columns as one slice.
+#[inline(always)]
+fn in_column_blocks<V: Copy>(values: &mut [V], mut f: impl FnMut(usize, &mut [V])) {
+    let mut c0 = 0;
+    macro_rules! blocks {
+        ($width:expr) => {
+            while values.len() - c0 >= $width {
+                let part: &mut [V; $width] =
+                    (&mut values[c0..c0 + $width]).try_into().expect("width");
+                let mut block = *part;
+                f(c0, &mut block);
+                *part = block;
+                c0 += $width;
+            }
+        };
+    }
+    blocks!(COLUMNS[0]);
+    blocks!(COLUMNS[1]);
+    blocks!(COLUMNS[2]);
+    if c0 < values.len() {
+        f(c0, &mut values[c0..]);
+    }
+}
+
+/// [`Kernel::add_rows`] a block of columns at a time, so the accumulators
+/// are loaded and stored once, not once per row (a short column sum ran
+/// twice as fast).
+#[inline(always)]
+fn add_rows_in_registers<T: Kernel>(acc: &mut [T::A], rows: &[T], stride: usize, count: usize) {
+    in_column_blocks(acc, |c0, block| {
+        let n = block.len();
+        (0..count).for_each(|r| T::add_row(block, row_part(rows, stride, r, c0, n)));
+    });
+}
+
+/// [`Kernel::extreme_rows`] a block of columns at a time, the winners in
+/// registers.
+#[inline(always)]
+fn extreme_rows_in_registers<T: Kernel>(
+    best: &mut [T],
+    rows: &[T],
+    stride: usize,
+    count: usize,
+    max: bool,
+) {
+    in_column_blocks(best, |c0, block| {
+        let n = block.len();
+        (0..count)
+            .for_each(|r| T::extreme_row(block, &mut [], row_part(rows, stride, r, c0, n), 0, max));
+    });
 }
 
 super::isa::twin! {
@@ -154,6 +232,14 @@ super::isa::twin! {
 super::isa::twin! {
     /// [`Kernel::add_rows2`] for the CPU's instruction set.
     pub(crate) fn add_rows2[T: Kernel](acc: &mut [T::A], r0: &[T], r1: &[T]) => T::add_rows2, avx512 if T::AVX512;
+}
+super::isa::twin! {
+    /// [`Kernel::add_rows`] for the CPU's instruction set.
+    pub(crate) fn add_rows[T: Kernel](acc: &mut [T::A], rows: &[T], stride: usize, count: usize) => T::add_rows, avx512 if T::AVX512;
+}
+super::isa::twin! {
+    /// [`Kernel::extreme_rows`] for the CPU's instruction set.
+    pub(crate) fn extreme_rows[T: Kernel](best: &mut [T], rows: &[T], stride: usize, count: usize, max: bool) => T::extreme_rows;
 }
 super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
@@ -256,6 +342,15 @@ fn replaces<T: Arith>(b: T, x: T, max: bool) -> bool {
     !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(b) })
 }
 
+/// [`replaces`] evaluated whole (`&` and `|`), without branches: blocks of
+/// columns held in registers then compare as vectors (with the
+/// short-circuits they ran 3x slower; in the run and float16/bfloat16
+/// kernels, this form ran up to 6x slower, so they keep [`replaces`]).
+#[inline(always)]
+fn replaces_branchless<T: Arith>(b: T, x: T, max: bool) -> bool {
+    !b.is_nan() & (x.is_nan() | if max { b.less(x) } else { x.less(b) })
+}
+
 /// The first winner by a plain scan (any type with `Arith`).
 #[inline(always)]
 pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
@@ -298,11 +393,19 @@ pub(crate) fn extreme_row_generic<T: Arith>(
 pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
     if max {
         for (b, &x) in best.iter_mut().zip(row) {
-            *b = if replaces(*b, x, true) { x } else { *b };
+            *b = if replaces_branchless(*b, x, true) {
+                x
+            } else {
+                *b
+            };
         }
     } else {
         for (b, &x) in best.iter_mut().zip(row) {
-            *b = if replaces(*b, x, false) { x } else { *b };
+            *b = if replaces_branchless(*b, x, false) {
+                x
+            } else {
+                *b
+            };
         }
     }
 }
@@ -557,6 +660,24 @@ macro_rules! half_kernel {
                         *a += x as f64;
                     }
                 }
+            }
+            // Rows through float32 buffers: two at a time, and winners
+            // selected in place (in registers they ran 2-4x slower).
+            #[inline(always)]
+            fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
+                let n = acc.len();
+                for r in (0..count - count % 2).step_by(2) {
+                    Self::add_rows2(acc, row_part(rows, stride, r, 0, n), row_part(rows, stride, r + 1, 0, n));
+                }
+                if count % 2 == 1 {
+                    Self::add_row(acc, row_part(rows, stride, count - 1, 0, n));
+                }
+            }
+            #[inline(always)]
+            fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
+                let n = best.len();
+                // A call of the row kernel per row: inlined here, it ran 2-4x slower.
+                (0..count).for_each(|r| extreme_row::<Self>(best, &mut [], row_part(rows, stride, r, 0, n), 0, max));
             }
             #[inline(always)]
             fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {

@@ -231,3 +231,36 @@ def test_narrow_float_sums_round_once(dtype, tiny, want):
         assert torch.from_dlpack(got).double().unique().tolist() == [want]
     # A mean divides the float32 sum in float32, as torch's does.
     assert torch.equal(torch.from_dlpack(t.mean(1)), m.mean(1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"])
+def test_columns_down_rows_of_every_width_match_row_order_sums_and_torch(dtype):
+    """Reductions down rows (one reduced dimension, columns contiguous) keep a
+    block of columns in registers while the rows pass: widths around that block
+    (64 columns) and the 256-column tile, a few row counts, zero-stride rows,
+    and NaN in single cells. Sums are the row-order float64 (int64) sums rounded
+    once, as NumPy adds down axis 0; extremes equal torch's, NaN winning."""
+    rng = np.random.default_rng(11)
+    floats = dtype.startswith(("float", "bfloat"))
+    for rows, cols in itertools.product((2, 3, 17), (1, 63, 64, 65, 129, 257, 300)):
+        if floats:
+            tt = torch.from_numpy(rng.standard_normal((rows, cols)) * 100).to(getattr(torch, dtype))
+            if rows * cols > 40:
+                flat = tt.view(-1)
+                flat[int(rng.integers(flat.numel()))] = float("nan")
+        else:
+            tt = torch.from_numpy(rng.integers(0, 120, (rows, cols))).to(getattr(torch, dtype))
+        for name, src in (("rows", tt), ("expanded", tt[:1].expand(rows, cols)),
+                          ("3-d", tt.reshape(1, rows, cols).expand(2, rows, cols))):
+            t = db.from_dlpack(src)
+            dim = src.dim() - 2
+            wide = src.double() if floats else src.long()
+            want = np.add.reduce(wide.numpy(), axis=dim)  # row after row
+            got = torch.from_dlpack(t.sum(dim))
+            want_t = torch.from_numpy(np.asarray(want)).to(got.dtype)
+            assert torch.equal(got.isnan(), want_t.isnan()), (name, rows, cols)
+            assert torch.equal(got.nan_to_num(), want_t.nan_to_num()), (name, rows, cols)
+            for op in ("amax", "amin"):
+                got, want_op = torch.from_dlpack(getattr(t, op)(dim)), getattr(src, op)(dim)
+                assert torch.equal(got.isnan(), want_op.isnan()), (name, op, rows, cols)
+                assert torch.equal(got.nan_to_num(), want_op.nan_to_num()), (name, op, rows, cols)
