@@ -89,20 +89,12 @@ impl Sink {
     /// more than the sum of a short run).
     fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
         let averaging = self.op == ReduceOp::Mean;
-        let (compute, n) = (self.dtype.compute_dtype(), self.n);
-        // `mean`, without its match on the dtype per output where the
-        // division is in float32 or float64 (the same bits).
-        let average = |s: Scalar| match (compute, s) {
-            (DType::F32, Scalar::Float(x)) => Scalar::Float(f64::from(x as f32 / n as f32)),
-            (DType::F64, Scalar::Float(x)) => Scalar::Float(x / n as f64),
-            _ => mean(s, self.dtype, n),
-        };
         with_element!(self.dtype, O => {
             // SAFETY: `out` holds the output's elements of O; these indices
             // are below its numel, and each is written by one thread.
             let out = unsafe { (self.out as *mut O).add(first) };
             for (j, a) in sums.iter().enumerate() {
-                let v = if averaging { average(a.scalar()) } else { a.scalar() };
+                let v = if averaging { mean(a.scalar(), self.dtype, self.n) } else { a.scalar() };
                 // SAFETY: as above.
                 unsafe { out.add(j).write(O::from_scalar(v)) }
             }
@@ -412,9 +404,16 @@ fn by_rows<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
 
 /// PyTorch divides in the dtype's compute type: float16 and bfloat16 means
 /// are a float32 sum divided in float32 (so `ones(100000, float16).mean()`
-/// is 1, though the float16 sum is inf).
+/// is 1, though the float16 sum is inf). A float total rounds to the
+/// compute type with a cast (`rounded_to` matches on the dtype, which cost
+/// more than a short mean's sum per output).
 fn mean(total: Scalar, dtype: DType, n: usize) -> Scalar {
     let compute = dtype.compute_dtype();
+    match (compute, total) {
+        (DType::F32, Scalar::Float(x)) => return Scalar::Float(f64::from(x as f32 / n as f32)),
+        (DType::F64, Scalar::Float(x)) => return Scalar::Float(x / n as f64),
+        _ => {}
+    }
     match total.rounded_to(compute) {
         Scalar::Complex(re, im) => Scalar::Complex(re / n as f64, im / n as f64),
         s if compute == DType::F32 => Scalar::Float(f64::from(s.as_f64() as f32 / n as f32)),
