@@ -118,25 +118,7 @@ __device__ void binary_contig(T* out, const T* a, const T* b, typename Tr<T>::C 
         const Pack<T>* pa = reinterpret_cast<const Pack<T>*>(a);
         const Pack<T>* pb = reinterpret_cast<const Pack<T>*>(b);
         Pack<T>* po = reinterpret_cast<Pack<T>*>(out);
-        // Two packs a turn, both loaded before either is used: twice the
-        // bytes in flight per thread.
-        i64 p = start;
-        for (; p + step < packs; p += 2 * step) {
-            Pack<T> x0 = pa[p], x1 = pa[p + step], r0, r1;
-            Pack<T> y0 = x0, y1 = x1;
-            if (mode == MODE_TENSORS) {
-                y0 = pb[p];
-                y1 = pb[p + step];
-            }
-            #pragma unroll
-            for (int k = 0; k < V; ++k) {
-                r0.v[k] = combine<F, T>(x0.v[k], y0.v[k], s, mode);
-                r1.v[k] = combine<F, T>(x1.v[k], y1.v[k], s, mode);
-            }
-            po[p] = r0;
-            po[p + step] = r1;
-        }
-        if (p < packs) {
+        for (i64 p = start; p < packs; p += step) {
             Pack<T> x = pa[p], r;
             Pack<T> y = x;
             if (mode == MODE_TENSORS) y = pb[p];
