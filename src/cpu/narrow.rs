@@ -21,6 +21,9 @@ pub(crate) trait NarrowSlice: Sized + Copy {
     fn widen(src: &[Self], dst: &mut [f32]);
     /// `dst[i] = src[i]` rounded to nearest even; the lengths are equal.
     fn narrow(src: &[f32], dst: &mut [Self]);
+    /// One element widened, where that vectorises inside a loop (a NaN
+    /// may come out signalling: for arithmetic, not for copies).
+    const WIDEN_ONE: Option<fn(Self) -> f32> = None;
 }
 
 impl NarrowSlice for f16 {
@@ -58,6 +61,8 @@ impl NarrowSlice for f16 {
 }
 
 impl NarrowSlice for bf16 {
+    const WIDEN_ONE: Option<fn(bf16) -> f32> = Some(|x| f32::from_bits((x.to_bits() as u32) << 16));
+
     #[inline(always)]
     fn widen(src: &[bf16], dst: &mut [f32]) {
         for (d, s) in dst.iter_mut().zip(src) {

@@ -18,8 +18,8 @@
 use super::copy::materialize;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, add_row, add_rows, add_rows2, better_of, extreme,
-    extreme_row, extreme_rows, extreme_run, sum_run,
+    Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows, add_rows2, better_of,
+    extreme, extreme_row, extreme_rows, extreme_run, leaf_sums, sum_run,
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
@@ -254,6 +254,21 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         }
         let mut batch = [T::A::ZERO; BATCH];
         let mut len = 0;
+        if runs == 1 && run.s == 1 && run.n < SHORT_RUN {
+            // Short contiguous runs: their sums a batch a call.
+            let mut runs: [&[T]; BATCH] = [&[]; BATCH];
+            walk(kept, start, n, |i, koff| {
+                runs[len] = slice(base, koff, run.n);
+                len += 1;
+                if len == BATCH {
+                    leaf_sums(&runs, &mut batch);
+                    sink.put_sums(i + 1 - BATCH, &batch);
+                    len = 0;
+                }
+            });
+            leaf_sums(&runs[..len], &mut batch[..len]);
+            return sink.put_sums(start + n - len, &batch[..len]);
+        }
         walk(kept, start, n, |i, koff| {
             batch[len] = total(koff);
             len += 1;

@@ -2,12 +2,14 @@
 //! per element type: the loops `reduce.rs` drives.
 //!
 //! Float64 sums are NumPy's pairwise summation, step for step (the same
-//! bits). Other sums are pairwise too: leaves of [`LEAF`] elements summed in [`LANES`]
-//! independent accumulators (16 additions each, as NumPy's 8 accumulators
-//! over blocks of 128), leaves combined by halving, so the error grows with
-//! `log n`. Floats accumulate in float64 (float16 and bfloat16 are widened
-//! to float32 a block at a time, F16C where the CPU has it: `narrow.rs`), integers and bools in wrapping int64, complex numbers in
-//! complex128. The lanes are plain arrays the compiler vectorises.
+//! bits). Other sums are pairwise too, with the error bound of NumPy's: leaves of
+//! [`LEAF`] elements summed in [`LANES`] independent accumulators (16
+//! additions each, as NumPy's 8 accumulators over blocks of 128), lanes
+//! and leaves combined by halving, so the error grows with `log n`. Floats
+//! accumulate in float64 (float16 and bfloat16 are widened to float32 a
+//! block at a time, F16C where the CPU has it: `narrow.rs`), integers and
+//! bools in wrapping int64, complex numbers in complex128. The lanes are
+//! plain arrays the compiler vectorises.
 
 use super::arith::Arith;
 use super::narrow::NarrowSlice;
@@ -17,9 +19,9 @@ use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
 
 /// Elements per pairwise leaf.
-pub(crate) const LEAF: usize = 256;
-/// Independent accumulators per leaf.
-const LANES: usize = 16;
+pub(crate) const LEAF: usize = 1024;
+/// Independent accumulators of a long leaf: each adds 16 of its elements.
+const LANES: usize = 64;
 /// Work (elements) past which a reduction splits across threads, and the
 /// length from which one run is summed in two halves on two threads
 /// (measured on 2 cores, the caller taking part: sum of 2^17 float32 took
@@ -249,6 +251,24 @@ super::isa::twin! {
     /// [`Kernel::extreme_row`] for the CPU's instruction set.
     pub(crate) fn extreme_row[T: Kernel](best: &mut [T], at: &mut [i64], row: &[T], r: i64, max: bool) => T::extreme_row;
 }
+/// Runs shorter than this are summed a batch a call ([`leaf_sums`]).
+pub(crate) const SHORT_RUN: usize = 4 * LANES;
+
+super::isa::twin! {
+    /// The sums of runs shorter than [`SHORT_RUN`], one call for a batch of
+    /// them (a call per short run cost as much as its sum). Longer runs
+    /// stay a call each: inlined into this loop, their 64 lanes were kept
+    /// in memory.
+    pub(crate) fn leaf_sums[T: Kernel](runs: &[&[T]], out: &mut [T::A]) => leaf_sums_body, avx512 if T::AVX512;
+}
+
+#[inline(always)]
+fn leaf_sums_body<T: Kernel>(runs: &[&[T]], out: &mut [T::A]) {
+    for (o, xs) in out.iter_mut().zip(runs) {
+        *o = T::leaf_sum(xs);
+    }
+}
+
 super::isa::twin! {
     /// The leaf of [`numpy_pairwise`] (at most 128 elements).
     fn numpy_leaf[](a: &[f64]) -> f64 => numpy_leaf_body;
@@ -410,46 +430,83 @@ pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool)
     }
 }
 
+/// The sum of a leaf in float64 lanes, as many as the run fills: a short
+/// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
+/// the lanes' tail and tree than on its elements, and a long one needs
+/// [`LANES`] of them, eight vectors, for enough independent additions.
 #[inline(always)]
 fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    // A short run (the rows of `sum(dim=-1)` on a small last dimension)
-    // spends more on the lanes' tail and tree than on its elements: one
-    // vector of lanes there.
-    if xs.len() < 4 * LANES {
+    if xs.len() < 64 {
         lanes_f64_n::<4, X>(xs, f)
+    } else if xs.len() < SHORT_RUN {
+        lanes_f64_n::<16, X>(xs, f)
     } else {
         lanes_f64_n::<LANES, X>(xs, f)
     }
 }
 
-/// `L` accumulators over chunks of `L`, the tail apart, the lanes added as a tree.
+/// `L` accumulators over chunks of `L`, the lanes added as a tree, then
+/// the tail.
 #[inline(always)]
 fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    let mut acc = [0.0f64; L];
-    let mut chunks = xs.chunks_exact(L);
-    for c in &mut chunks {
+    let body = xs.len() - xs.len() % L;
+    let acc = lanes_add([0.0f64; L], &xs[..body], &f);
+    lanes_total(acc) + lanes_tail(&xs[body..], f)
+}
+
+/// `acc[j] += f(xs[i * L + j])` over whole chunks of `L`. The lanes pass
+/// by value: through a `&mut`, inlined into a loop over runs, they stayed
+/// in memory (a load and a store per chunk).
+#[inline(always)]
+fn lanes_add<const L: usize, X: Copy>(
+    mut acc: [f64; L],
+    xs: &[X],
+    f: impl Fn(X) -> f64,
+) -> [f64; L] {
+    for c in xs.chunks_exact(L) {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += f(x);
         }
     }
-    let mut tail = 0.0;
-    for &x in chunks.remainder() {
-        tail += f(x);
+    acc
+}
+
+/// The lanes halved as a tree: each step adds the upper half to the lower
+/// one, whole arrays, so the lanes stay in vector registers (a loop over
+/// `l < w` left 64 lanes in memory).
+#[inline(always)]
+fn lanes_total<const L: usize>(acc: [f64; L]) -> f64 {
+    #[inline(always)]
+    fn half<const L: usize, const H: usize>(a: &[f64; L]) -> [f64; H] {
+        std::array::from_fn(|i| a[i] + a[i + H])
     }
-    let mut w = L;
-    while w > 1 {
-        w /= 2;
-        for l in 0..w {
-            acc[l] += acc[l + w];
-        }
-    }
-    acc[0] + tail
+    let a: &[f64] = &acc;
+    let four: [f64; 4] = match L {
+        64 => half::<8, 4>(&half::<16, 8>(&half::<32, 16>(&half::<64, 32>(
+            a.try_into().expect("64"),
+        )))),
+        16 => half::<8, 4>(&half::<16, 8>(a.try_into().expect("16"))),
+        4 => a.try_into().expect("4"),
+        _ => unreachable!("lanes come in 64, 16 or 4"),
+    };
+    (four[0] + four[2]) + (four[1] + four[3])
+}
+
+/// The last elements of a run (fewer than a chunk), in 4 lanes.
+#[inline(always)]
+fn lanes_tail<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    let b4 = xs.len() - xs.len() % 4;
+    let acc = lanes_add([0.0f64; 4], &xs[..b4], &f);
+    let tail = xs[b4..].iter().fold(0.0, |s, &x| s + f(x));
+    lanes_total(acc) + tail
 }
 
 #[inline(always)]
 fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
-    let mut acc = [0i64; LANES];
-    let mut chunks = xs.chunks_exact(LANES);
+    // Integer sums are exact in any order: 16 lanes, enough for the
+    // loads (more spilled registers in the AVX2 copies).
+    let mut acc = [0i64; 16];
+    let mut chunks = xs.chunks_exact(16);
     for c in &mut chunks {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a = a.wrapping_add(f(x));
@@ -610,10 +667,13 @@ impl Kernel for f64 {
     type A = f64;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
-        lanes_f64(xs, |x| x)
+        Self::pairwise(xs)
     }
     fn pairwise(xs: &[Self]) -> f64 {
-        // NumPy adds the pairwise total to its identity, 0.0 (so -0.0 sums to 0.0).
+        // NumPy's order, kept for its accuracy: the 64 lanes of the other
+        // types ran 2.5x faster here but erred up to 6x more than NumPy on
+        // adversarial data (`test_reduce_layouts.py`). NumPy adds the total
+        // to its identity, 0.0, so -0.0 sums to 0.0.
         0.0 + numpy_pairwise(xs)
     }
     #[inline(always)]
@@ -634,6 +694,10 @@ impl Kernel for f64 {
     }
 }
 
+/// Elements of a float16/bfloat16 leaf widened at a time (a multiple of
+/// [`LANES`]).
+const HALF_BLOCK: usize = 256;
+
 /// Columns of a float16/bfloat16 row widened at a time when adding rows
 /// (a short row zeroes a short buffer).
 const ROW_BLOCK: usize = 64;
@@ -645,10 +709,28 @@ macro_rules! half_kernel {
             type A = f64;
             #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> f64 {
-                let mut buf = [0f32; LEAF];
-                let buf = &mut buf[..xs.len().min(LEAF)];
-                <$t as NarrowSlice>::widen(&xs[..buf.len()], buf);
-                lanes_f64(buf, |x| x as f64)
+                // Widened a block at a time into the lanes lanes_f64 would
+                // use, in its order (so one buffer of a quarter leaf).
+                if let Some(widen) = <$t as NarrowSlice>::WIDEN_ONE {
+                    // Widened in the loop itself, without a buffer.
+                    return lanes_f64(xs, |x| widen(x) as f64);
+                }
+                let mut buf = [0f32; HALF_BLOCK];
+                if xs.len() < 4 * LANES {
+                    let buf = &mut buf[..xs.len()];
+                    <$t as NarrowSlice>::widen(xs, buf);
+                    return lanes_f64(buf, |x| x as f64);
+                }
+                let mut acc = [0.0f64; LANES];
+                let body = xs.len() - xs.len() % LANES;
+                for part in xs[..body].chunks(HALF_BLOCK) {
+                    let buf = &mut buf[..part.len()];
+                    <$t as NarrowSlice>::widen(part, buf);
+                    acc = lanes_add(acc, buf, |x| x as f64);
+                }
+                let tail = &mut buf[..xs.len() - body];
+                <$t as NarrowSlice>::widen(&xs[body..], tail);
+                lanes_total(acc) + lanes_tail(tail, |x| x as f64)
             }
             #[inline(always)]
             fn add_row(acc: &mut [f64], row: &[Self]) {
@@ -694,9 +776,9 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
-                let mut buf = [0f32; LEAF];
+                let mut buf = [0f32; HALF_BLOCK];
                 let mut best: Option<(Self, usize)> = None;
-                for (k, chunk) in xs.chunks(LEAF).enumerate() {
+                for (k, chunk) in xs.chunks(HALF_BLOCK).enumerate() {
                     let buf = &mut buf[..chunk.len()];
                     <$t as NarrowSlice>::widen(chunk, buf);
                     // Without a position to report, the float32 winner
@@ -704,7 +786,7 @@ macro_rules! half_kernel {
                     // matters, comes with its position and is copied).
                     let (v, at) = extreme_lanes(buf, max, need_pos);
                     let cand = match chunk.get(at) {
-                        Some(&x) => (x, k * LEAF + at),
+                        Some(&x) => (x, k * HALF_BLOCK + at),
                         None => (<$t>::from_f32(v), usize::MAX),
                     };
                     if cand.0.is_nan() {
@@ -722,9 +804,9 @@ macro_rules! half_kernel {
             fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
                 // Both widened to float32 (exact) and compared there; the
                 // winners are copied as they were (a select per column).
-                let (mut b32, mut x32) = ([0f32; LEAF], [0f32; LEAF]);
+                let (mut b32, mut x32) = ([0f32; HALF_BLOCK], [0f32; HALF_BLOCK]);
                 let take = |b: f32, x: f32| replaces(b, x, max);
-                for (k, (best, row)) in best.chunks_mut(LEAF).zip(row.chunks(LEAF)).enumerate() {
+                for (k, (best, row)) in best.chunks_mut(HALF_BLOCK).zip(row.chunks(HALF_BLOCK)).enumerate() {
                     let n = row.len();
                     let (b32, x32) = (&mut b32[..n], &mut x32[..n]);
                     <$t as NarrowSlice>::widen(best, b32);
@@ -735,7 +817,7 @@ macro_rules! half_kernel {
                             *o = if take(b, x32) { x } else { *o };
                         }
                     } else {
-                        for (((o, &x), (&b, &x32)), i) in pairs.zip(&mut at[k * LEAF..k * LEAF + n]) {
+                        for (((o, &x), (&b, &x32)), i) in pairs.zip(&mut at[k * HALF_BLOCK..k * HALF_BLOCK + n]) {
                             let t = take(b, x32);
                             *o = if t { x } else { *o };
                             *i = if t { r } else { *i };
@@ -753,7 +835,8 @@ macro_rules! complex_kernel {
         impl Kernel for $t {
             type A = Complex64;
             fn leaf_sum(xs: &[Self]) -> Complex64 {
-                xs.iter().fold(Complex64::ZERO, |s, x| s + Complex64::new(x.re as f64, x.im as f64))
+                // The real and imaginary parts each in lanes, as a float's.
+                Complex64::new(lanes_f64(xs, |x| x.re as f64), lanes_f64(xs, |x| x.im as f64))
             }
             #[inline(always)]
             fn add_row(acc: &mut [Complex64], row: &[Self]) {

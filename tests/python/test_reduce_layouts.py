@@ -264,3 +264,23 @@ def test_columns_down_rows_of_every_width_match_row_order_sums_and_torch(dtype):
                 got, want_op = torch.from_dlpack(getattr(t, op)(dim)), getattr(src, op)(dim)
                 assert torch.equal(got.isnan(), want_op.isnan()), (name, op, rows, cols)
                 assert torch.equal(got.nan_to_num(), want_op.nan_to_num()), (name, op, rows, cols)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32"])
+def test_sums_along_runs_of_every_length_round_once(dtype):
+    """Runs of every length through the lane tiers (4, 16 and 64 lanes, the
+    tails, the batched short runs, whole 1024-element leaves and past them):
+    float64 sums are NumPy's to the bit; the others, accumulated in float64,
+    round the float64 sum once (exact here: small integers)."""
+    lengths = [*range(1, 300), 511, 1023, 1024, 1025, 2049, 4100]
+    for n in lengths:
+        m = torch.arange(3 * n, dtype=torch.float64).remainder(7).sub(3).reshape(3, n)
+        m = m.to(getattr(torch, dtype))
+        t = db.from_dlpack(m)
+        got = torch.from_dlpack(t.sum(1))
+        if dtype == "float64":
+            want = torch.from_numpy(np.sum(m.numpy(), axis=1))
+        else:
+            want = m.double().sum(1).to(got.dtype)
+        assert torch.equal(got, want), (n, got, want)
+        assert torch.from_dlpack(t[1].sum()).item() == want[1].item(), n
