@@ -252,32 +252,35 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         if !summing {
             return walk(kept, start, n, one_extreme);
         }
+        // Short contiguous runs are summed a batch a call (`leaf_sums`),
+        // the others one `total` each.
+        let short = runs == 1 && run.s == 1 && run.n < SHORT_RUN;
         let mut batch = [T::A::ZERO; BATCH];
-        let mut len = 0;
-        if runs == 1 && run.s == 1 && run.n < SHORT_RUN {
-            // Short contiguous runs: their sums a batch a call.
-            let mut runs: [&[T]; BATCH] = [&[]; BATCH];
-            walk(kept, start, n, |i, koff| {
-                runs[len] = slice(base, koff, run.n);
-                len += 1;
-                if len == BATCH {
-                    leaf_sums(&runs, &mut batch);
-                    sink.put_sums(i + 1 - BATCH, &batch);
-                    len = 0;
+        let mut flush = |offs: &[isize], first: usize| {
+            let sums = &mut batch[..offs.len()];
+            if short {
+                let mut slices: [&[T]; BATCH] = [&[]; BATCH];
+                for (s, &off) in slices.iter_mut().zip(offs) {
+                    *s = slice(base, off, run.n);
                 }
-            });
-            leaf_sums(&runs[..len], &mut batch[..len]);
-            return sink.put_sums(start + n - len, &batch[..len]);
-        }
+                leaf_sums(&slices[..offs.len()], sums);
+            } else {
+                for (s, &off) in sums.iter_mut().zip(offs) {
+                    *s = total(off);
+                }
+            }
+            sink.put_sums(first, sums);
+        };
+        let (mut offs, mut len) = ([0isize; BATCH], 0);
         walk(kept, start, n, |i, koff| {
-            batch[len] = total(koff);
+            offs[len] = koff;
             len += 1;
             if len == BATCH {
-                sink.put_sums(i + 1 - BATCH, &batch);
+                flush(&offs, i + 1 - BATCH);
                 len = 0;
             }
         });
-        sink.put_sums(start + n - len, &batch[..len]);
+        flush(&offs[..len], start + n - len);
     };
     if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
         let tasks = (threads() * 4).min(outputs);

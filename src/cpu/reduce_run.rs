@@ -471,25 +471,17 @@ fn lanes_add<const L: usize, X: Copy>(
     acc
 }
 
-/// The lanes halved as a tree: each step adds the upper half to the lower
-/// one, whole arrays, so the lanes stay in vector registers (a loop over
-/// `l < w` left 64 lanes in memory).
+/// The lanes halved as a tree.
 #[inline(always)]
-fn lanes_total<const L: usize>(acc: [f64; L]) -> f64 {
-    #[inline(always)]
-    fn half<const L: usize, const H: usize>(a: &[f64; L]) -> [f64; H] {
-        std::array::from_fn(|i| a[i] + a[i + H])
+fn lanes_total<const L: usize>(mut acc: [f64; L]) -> f64 {
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
     }
-    let a: &[f64] = &acc;
-    let four: [f64; 4] = match L {
-        64 => half::<8, 4>(&half::<16, 8>(&half::<32, 16>(&half::<64, 32>(
-            a.try_into().expect("64"),
-        )))),
-        16 => half::<8, 4>(&half::<16, 8>(a.try_into().expect("16"))),
-        4 => a.try_into().expect("4"),
-        _ => unreachable!("lanes come in 64, 16 or 4"),
-    };
-    (four[0] + four[2]) + (four[1] + four[3])
+    acc[0]
 }
 
 /// The last elements of a run (fewer than a chunk), in 4 lanes.
@@ -709,14 +701,14 @@ macro_rules! half_kernel {
             type A = f64;
             #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> f64 {
-                // Widened a block at a time into the lanes lanes_f64 would
-                // use, in its order (so one buffer of a quarter leaf).
                 if let Some(widen) = <$t as NarrowSlice>::WIDEN_ONE {
                     // Widened in the loop itself, without a buffer.
                     return lanes_f64(xs, |x| widen(x) as f64);
                 }
+                // Widened a block at a time into the lanes lanes_f64 would
+                // use, in its order (so one buffer of a quarter leaf).
                 let mut buf = [0f32; HALF_BLOCK];
-                if xs.len() < 4 * LANES {
+                if xs.len() < SHORT_RUN {
                     let buf = &mut buf[..xs.len()];
                     <$t as NarrowSlice>::widen(xs, buf);
                     return lanes_f64(buf, |x| x as f64);
