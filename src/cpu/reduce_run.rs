@@ -535,6 +535,76 @@ fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
     (xs[at], at)
 }
 
+/// The winner of a non-empty float16/bfloat16 run, by its bits (`inf`:
+/// those of +infinity), without widening: keys that order as the values do
+/// (positives with the sign bit set, negatives with every bit flipped), whose
+/// max or min vectorises 32 to a vector, and the largest magnitude, above
+/// `inf` only for a NaN. Then, as [`extreme_lanes`], a scan for the first
+/// NaN, or for the winner's first position where that (or a zero's sign)
+/// matters: the two zeros have different keys but are equal.
+#[inline(always)]
+fn extreme_bits<T: Copy>(
+    xs: &[T],
+    bits: impl Fn(T) -> u16,
+    inf: u16,
+    max: bool,
+    need_pos: bool,
+) -> (u16, usize) {
+    let (key, mag) = if max {
+        key_lanes::<T, true>(xs, &bits)
+    } else {
+        key_lanes::<T, false>(xs, &bits)
+    };
+    if mag > inf {
+        let at = xs.iter().position(|&x| bits(x) & 0x7fff > inf).unwrap_or(0);
+        return (bits(xs[at]), at);
+    }
+    let b = if key & 0x8000 != 0 {
+        key ^ 0x8000
+    } else {
+        !key
+    };
+    let zero = b & 0x7fff == 0;
+    if !need_pos && !zero {
+        return (b, usize::MAX);
+    }
+    let at = xs.iter().position(|&x| {
+        if zero {
+            bits(x) & 0x7fff == 0
+        } else {
+            bits(x) == b
+        }
+    });
+    let at = at.unwrap_or(0);
+    (bits(xs[at]), at)
+}
+
+/// The largest (`MAX`) or smallest order key of 16-bit float bits, and the
+/// largest magnitude, in 32 lanes of each.
+#[inline(always)]
+fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u16, u16) {
+    const L: usize = 32;
+    let start = if MAX { 0 } else { u16::MAX };
+    let pick = |a: u16, b: u16| if MAX { a.max(b) } else { a.min(b) };
+    let key = |b: u16| b ^ ((((b as i16) >> 15) as u16) | 0x8000);
+    let (mut k, mut m) = ([start; L], [0u16; L]);
+    let mut chunks = xs.chunks_exact(L);
+    for c in &mut chunks {
+        for ((k, m), &x) in k.iter_mut().zip(m.iter_mut()).zip(c) {
+            let b = bits(x);
+            *k = pick(*k, key(b));
+            *m = (*m).max(b & 0x7fff);
+        }
+    }
+    let tail = chunks.remainder().iter().fold((start, 0u16), |(k, m), &x| {
+        let b = bits(x);
+        (pick(k, key(b)), m.max(b & 0x7fff))
+    });
+    let k = k.iter().fold(tail.0, |a, &b| pick(a, b));
+    let m = m.iter().fold(tail.1, |a, &b| a.max(b));
+    (k, m)
+}
+
 /// The winner of a non-empty integer run: a max or min reduction (which
 /// the loop vectoriser knows), then, if asked, a scan for its position.
 #[inline(always)]
@@ -690,6 +760,9 @@ impl Kernel for f64 {
 /// [`LANES`]).
 const HALF_BLOCK: usize = 256;
 
+/// float16/bfloat16 elements whose winner [`extreme_bits`] finds a call.
+const BITS_BLOCK: usize = 4096;
+
 /// Columns of a float16/bfloat16 row widened at a time when adding rows
 /// (a short row zeroes a short buffer).
 const ROW_BLOCK: usize = 64;
@@ -768,21 +841,15 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
-                let mut buf = [0f32; HALF_BLOCK];
+                // By the bits, a block at a time (a position's scan finds
+                // its block still in cache).
                 let mut best: Option<(Self, usize)> = None;
-                for (k, chunk) in xs.chunks(HALF_BLOCK).enumerate() {
-                    let buf = &mut buf[..chunk.len()];
-                    <$t as NarrowSlice>::widen(chunk, buf);
-                    // Without a position to report, the float32 winner
-                    // narrows back exactly (a NaN or a zero, whose sign
-                    // matters, comes with its position and is copied).
-                    let (v, at) = extreme_lanes(buf, max, need_pos);
-                    let cand = match chunk.get(at) {
-                        Some(&x) => (x, k * HALF_BLOCK + at),
-                        None => (<$t>::from_f32(v), usize::MAX),
-                    };
+                for (k, chunk) in xs.chunks(BITS_BLOCK).enumerate() {
+                    let (b, at) = extreme_bits(chunk, |x: $t| x.to_bits(), <$t>::INFINITY.to_bits(), max, need_pos);
+                    let at = if at == usize::MAX { at } else { k * BITS_BLOCK + at };
+                    let cand = (<$t>::from_bits(b), at);
                     if cand.0.is_nan() {
-                        // Earlier chunks had none: this is the first NaN.
+                        // Earlier blocks had none: this is the first NaN.
                         return cand;
                     }
                     best = Some(match best {

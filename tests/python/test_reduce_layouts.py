@@ -284,3 +284,47 @@ def test_sums_along_runs_of_every_length_round_once(dtype):
             want = m.double().sum(1).to(got.dtype)
         assert torch.equal(got, want), (n, got, want)
         assert torch.from_dlpack(t[1].sum()).item() == want[1].item(), n
+
+
+def bits16(t) -> list:
+    return torch.from_dlpack(t).view(torch.int16).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_float_extremes_by_their_bits_match_float32(dtype):
+    """float16/bfloat16 winners found on the bits (order keys, a block of
+    4096 at a time): value bits and first positions equal the float32
+    reduction's (widening is exact), across block edges, with subnormals,
+    infinities, all-negative runs, NaN in a later block, and zeros of both
+    signs (the first zero wins a tie, with its sign)."""
+    rng = np.random.default_rng(5)
+    tiny = 2.0**-20 if dtype == "float16" else 2.0**-130
+    for n in (1, 31, 33, 4095, 4096, 4097, 9000, 70_001):
+        base = rng.standard_normal(n) * rng.choice([1.0, 1e-3, tiny, 1e3], n)
+        cases = {"mixed": base, "negative": -np.abs(base) - tiny}
+        if n > 2:
+            inf = base.copy()
+            inf[n // 2], inf[-1] = np.inf, -np.inf
+            cases["inf"] = inf
+            nan = base.copy()
+            nan[n - 2] = np.nan
+            nan[n - 1] = np.nan
+            cases["nan"] = nan
+        for name, v in cases.items():
+            src = torch.from_numpy(v).to(getattr(torch, dtype))
+            wide = src.float().numpy()
+            t = db.from_dlpack(src)
+            for op, arg in (("max", np.argmax), ("min", np.argmin)):
+                at = int(np.argmax(np.isnan(wide))) if np.isnan(wide).any() else int(arg(wide))
+                want = src[at : at + 1].view(torch.int16).item()
+                value, idx = getattr(t, op)(0)
+                assert (bits16(value), idx.item()) == (want, at), (n, name, op)
+                assert bits16(getattr(t, op)()) == want, (n, name, op)
+                assert bits16(getattr(t, "a" + op)()) == want, (n, name, op)
+    for n in (3, 5000):
+        zeros = torch.zeros(n, dtype=getattr(torch, dtype))
+        for first in (0.0, -0.0):
+            zeros[0], zeros[n // 2] = first, -first
+            t = db.from_dlpack(zeros)
+            for op in ("max", "min", "amax", "amin"):
+                assert bits16(getattr(t, op)()) == zeros[:1].view(torch.int16).item(), (n, first, op)
