@@ -129,24 +129,13 @@ macro_rules! cast_half {
                 via_f32(src, dst, |b, d| d.iter_mut().zip(b).for_each(|(d, &x)| *d = x as f64));
             }
         }
-        impl CastSlice<$h> for f64 {
-            #[inline(always)]
-            fn cast_slice(src: &[f64], dst: &mut [$h]) {
-                to_narrow(src, dst, |x| x);
-            }
-        }
-        // Integers reach the narrow floats through float64 (as the generic
-        // cast), and leave them through float32 (exact).
-        impl CastSlice<$h> for i32 {
-            #[inline(always)]
-            fn cast_slice(src: &[i32], dst: &mut [$h]) {
-                to_narrow(src, dst, |x| x as f64);
-            }
-        }
+        // Integers reach the narrow floats rounded once (int32 through a
+        // float32 that rounds as round-to-odd would, int64 through float64
+        // as the generic cast), and leave them through float32 (exact).
         impl CastSlice<$h> for i64 {
             #[inline(always)]
             fn cast_slice(src: &[i64], dst: &mut [$h]) {
-                to_narrow(src, dst, |x| x as f64);
+                to_narrow(src, dst, |x| f64_to_f32_odd(x as f64));
             }
         }
         impl CastSlice<i32> for $h {
@@ -164,6 +153,38 @@ macro_rules! cast_half {
     )*};
 }
 cast_half!(f16, bf16);
+
+impl CastSlice<f16> for f64 {
+    #[inline(always)]
+    fn cast_slice(src: &[f64], dst: &mut [f16]) {
+        to_narrow(src, dst, f64_to_f32_sticky);
+    }
+}
+
+impl CastSlice<bf16> for f64 {
+    #[inline(always)]
+    fn cast_slice(src: &[f64], dst: &mut [bf16]) {
+        to_narrow(src, dst, f64_to_f32_sticky_bf16);
+    }
+}
+
+impl CastSlice<f16> for i32 {
+    #[inline(always)]
+    fn cast_slice(src: &[i32], dst: &mut [f16]) {
+        to_narrow(src, dst, i32_to_f32_sticky);
+    }
+}
+
+impl CastSlice<bf16> for i32 {
+    #[inline(always)]
+    fn cast_slice(src: &[i32], dst: &mut [bf16]) {
+        // Rounded to nearest even in the loop: no NaN can come of an int32.
+        for (d, &x) in dst.iter_mut().zip(src) {
+            let b = i32_to_f32_sticky(x).to_bits();
+            *d = bf16::from_bits((b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16);
+        }
+    }
+}
 
 impl CastSlice<bf16> for f16 {
     #[inline(always)]
@@ -191,19 +212,60 @@ fn via_f32<H: NarrowSlice, D>(src: &[H], dst: &mut [D], f: impl Fn(&[f32], &mut 
     }
 }
 
-/// A source converted to float64 by `f`, then to a narrow float rounded
-/// once (round-to-odd float32, then nearest even, as the generic cast), a
-/// block at a time.
+/// A source converted to float32 by `f` (as round-to-odd does, so that
+/// rounding to nearest even next rounds once, as the generic cast), then
+/// to a narrow float, a block at a time.
 #[inline(always)]
-fn to_narrow<S: Copy, H: NarrowSlice>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f64) {
+fn to_narrow<S: Copy, H: NarrowSlice>(src: &[S], dst: &mut [H], f: impl Fn(S) -> f32) {
     let mut buf = [0f32; BLOCK];
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let buf = &mut buf[..s.len()];
-        buf.iter_mut()
-            .zip(s)
-            .for_each(|(b, &x)| *b = f64_to_f32_odd(f(x)));
+        buf.iter_mut().zip(s).for_each(|(b, &x)| *b = f(x));
         H::narrow(buf, d);
     }
+}
+
+/// A float64 as a float32 that float16 rounds to as it would round the
+/// float64 itself: the bits below float32's last one become a sticky bit in
+/// it (round-to-odd by truncation), exact as a float32 across float32's
+/// normal range; below it (where float16 has only zeros) and past it
+/// (infinity) the conversion's rounding does not change float16's result.
+/// Three integer steps instead of the round trip of [`f64_to_f32_odd`].
+#[inline(always)]
+fn f64_to_f32_sticky(x: f64) -> f32 {
+    const LOW: u64 = (1 << 29) - 1;
+    let b = x.to_bits();
+    let sticky = if b & LOW != 0 { 1 << 29 } else { 0 };
+    f64::from_bits((b & !LOW) | sticky) as f32
+}
+
+/// A float64 as a float32 that bfloat16 rounds to as it would round the
+/// float64 itself: [`f64_to_f32_sticky`], but below float32's normal range
+/// (where float32 rounds the sticky bit away) the value is first rounded to
+/// bfloat16's subnormals, multiples of 2^-133, which float32 holds exactly:
+/// adding and taking away 1.5 * 2^-81 rounds there once, ties to even.
+#[inline(always)]
+fn f64_to_f32_sticky_bf16(x: f64) -> f32 {
+    const M: f64 = f64::from_bits(((1023 - 81) << 52) | (1 << 51)); // 1.5 * 2^-81
+    let a = x.abs();
+    let r = ((a + M) - M).copysign(x);
+    f64_to_f32_sticky(if a < f32::MIN_POSITIVE as f64 { r } else { x })
+}
+
+/// An int32 as a float32 that a narrow float (at most 11 significant bits)
+/// rounds to as it would round the int32 itself: exact below 2^24 in
+/// magnitude; above, the low 8 bits (below every narrow rounding position
+/// there) become one sticky bit, which leaves at most 24 significant bits,
+/// so the float32 is exact again. On two's complement the same bits serve
+/// both signs: `(x & !0xff) | 0x80` is `-((m & !0xff) | 0x80)` for `x = -m`
+/// with a sticky bit. Integer steps the compiler vectorises, unlike the
+/// float64 round trip of [`f64_to_f32_odd`] (twice as slow).
+#[inline(always)]
+fn i32_to_f32_sticky(x: i32) -> f32 {
+    let big = (x as u32).wrapping_add(1 << 24) >= 1 << 25;
+    let sticky = if x & 0xff != 0 { 0x80 } else { 0 };
+    let x = if big { (x & !0xff) | sticky } else { x };
+    x as f32
 }
 
 super::isa::twin! {
@@ -288,6 +350,89 @@ pub(crate) unsafe fn cast_contiguous(
 mod tests {
     use super::*;
     use crate::Element;
+
+    /// int32 to float16 and bfloat16 round once, as the generic cast
+    /// (through float64), at every bit length: values at, just beside and
+    /// 2^8 beside each narrow tie and midpoint, of both signs, and the
+    /// extremes.
+    #[test]
+    fn int32_to_narrow_floats_round_once_near_every_tie() {
+        let mut xs: Vec<i32> = vec![0, 1, -1, i32::MAX, i32::MIN, i32::MIN + 1];
+        for len in 9..=31u32 {
+            for keep in [8u32, 11] {
+                let Some(p) = len.checked_sub(keep) else {
+                    continue;
+                };
+                let step = 1i64 << p;
+                for k in [1i64 << (keep - 1), (3 << (keep - 2)) + 1, (1 << keep) - 1] {
+                    let tie = k * step + step / 2;
+                    for off in [-257i64, -256, -129, -128, -1, 0, 1, 127, 128, 255, 256, 257] {
+                        let v = tie + off;
+                        if let Ok(v) = i32::try_from(v) {
+                            xs.extend([v, v.wrapping_neg()]);
+                        }
+                    }
+                }
+            }
+        }
+        let mut h = vec![f16::ZERO; xs.len()];
+        let mut b = vec![bf16::ZERO; xs.len()];
+        <i32 as CastSlice<f16>>::cast_slice(&xs, &mut h);
+        <i32 as CastSlice<bf16>>::cast_slice(&xs, &mut b);
+        for ((&x, h), b) in xs.iter().zip(&h).zip(&b) {
+            let (wh, wb): (f16, bf16) = (crate::Element::cast(x), crate::Element::cast(x));
+            assert_eq!(wh.to_bits(), h.to_bits(), "{x} -> float16");
+            assert_eq!(wb.to_bits(), b.to_bits(), "{x} -> bfloat16");
+        }
+    }
+
+    /// float64 to float16 and bfloat16 rounds once, as the generic cast:
+    /// every midpoint between neighbouring values (ties, subnormal ones
+    /// included), a float64 ulp and a float32 ulp either side of it, and each
+    /// value itself, of both signs; with infinities, NaN and tiny values.
+    #[test]
+    fn float64_to_narrow_floats_round_once_near_every_tie() {
+        macro_rules! check {
+            ($h:ty, $inf:expr) => {{
+                let step = if cfg!(miri) { 251 } else { 1 };
+                let mut xs = vec![
+                    f64::INFINITY,
+                    f64::NAN,
+                    1e-40,
+                    1e-45,
+                    5e-324,
+                    f64::MAX,
+                    65519.99,
+                    65520.0,
+                ];
+                for b in (0..$inf).step_by(step) {
+                    let (lo, hi) = (<$h>::from_bits(b).to_f64(), <$h>::from_bits(b + 1).to_f64());
+                    let mid = (lo + hi) / 2.0;
+                    let m32 = (mid as f32).to_bits();
+                    xs.extend([
+                        lo,
+                        mid,
+                        f64::from_bits(mid.to_bits() + 1),
+                        f64::from_bits(mid.to_bits() - 1),
+                    ]);
+                    xs.extend([
+                        f32::from_bits(m32 + 1) as f64,
+                        f32::from_bits(m32.max(1) - 1) as f64,
+                    ]);
+                }
+                let xs: Vec<f64> = xs.iter().flat_map(|&x| [x, -x]).collect();
+                let mut h = vec![<$h>::ZERO; xs.len()];
+                <f64 as CastSlice<$h>>::cast_slice(&xs, &mut h);
+                for (&x, h) in xs.iter().zip(&h) {
+                    let want: $h = crate::Element::cast(x);
+                    let same = want.to_bits() == h.to_bits() || (want.is_nan() && h.is_nan());
+                    assert!(same, "{x:e} -> {}", stringify!($h));
+                }
+            }};
+        }
+        check!(f16, 0x7c00u16);
+        check!(bf16, 0x7f80u16);
+    }
 
     /// Every fast pair agrees bit for bit with the generic cast.
     #[test]
