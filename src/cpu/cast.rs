@@ -5,7 +5,7 @@
 //! `Element::cast` gives (the generic path through `Scalar`): floats to
 //! integers truncate, and beyond int64 wrap as a cast through `i128` does.
 
-use super::narrow::NarrowSlice;
+use super::narrow::{NarrowSlice, bf16_round};
 use super::parallel::for_range;
 use crate::DType;
 use crate::element::f64_to_f32_odd;
@@ -114,7 +114,7 @@ impl CastSlice<bf16> for f32 {
 }
 
 macro_rules! cast_half {
-    ($($h:ty),*) => {$(
+    ($($h:ty => $from_f64:path),*) => {$(
         impl CastSlice<f32> for $h {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f32]) {
@@ -127,6 +127,14 @@ macro_rules! cast_half {
             #[inline(always)]
             fn cast_slice(src: &[$h], dst: &mut [f64]) {
                 via_f32(src, dst, |b, d| d.iter_mut().zip(b).for_each(|(d, &x)| *d = x as f64));
+            }
+        }
+        // float64 through a float32 the narrow float rounds as it would the
+        // float64 (so once).
+        impl CastSlice<$h> for f64 {
+            #[inline(always)]
+            fn cast_slice(src: &[f64], dst: &mut [$h]) {
+                to_narrow(src, dst, $from_f64);
             }
         }
         // Integers reach the narrow floats rounded once (int32 through a
@@ -152,21 +160,7 @@ macro_rules! cast_half {
         }
     )*};
 }
-cast_half!(f16, bf16);
-
-impl CastSlice<f16> for f64 {
-    #[inline(always)]
-    fn cast_slice(src: &[f64], dst: &mut [f16]) {
-        to_narrow(src, dst, f64_to_f32_sticky);
-    }
-}
-
-impl CastSlice<bf16> for f64 {
-    #[inline(always)]
-    fn cast_slice(src: &[f64], dst: &mut [bf16]) {
-        to_narrow(src, dst, f64_to_f32_sticky_bf16);
-    }
-}
+cast_half!(f16 => f64_to_f32_sticky, bf16 => f64_to_f32_sticky_bf16);
 
 impl CastSlice<f16> for i32 {
     #[inline(always)]
@@ -180,8 +174,7 @@ impl CastSlice<bf16> for i32 {
     fn cast_slice(src: &[i32], dst: &mut [bf16]) {
         // Rounded to nearest even in the loop: no NaN can come of an int32.
         for (d, &x) in dst.iter_mut().zip(src) {
-            let b = i32_to_f32_sticky(x).to_bits();
-            *d = bf16::from_bits((b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16);
+            *d = bf16_round(i32_to_f32_sticky(x).to_bits());
         }
     }
 }

@@ -87,9 +87,16 @@ impl NarrowSlice for bf16 {
 pub(crate) fn bf16_from_f32(x: f32) -> bf16 {
     let b = x.to_bits();
     let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
-    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    let rounded = bf16_round(b).to_bits();
     let quiet = ((b >> 16) | 0x0040) as u16;
     bf16::from_bits(if nan { quiet } else { rounded })
+}
+
+/// The bits of a float32 that is not NaN rounded to the nearest bfloat16,
+/// ties to even (for sources that cannot hold a NaN, without the check).
+#[inline(always)]
+pub(crate) fn bf16_round(b: u32) -> bf16 {
+    bf16::from_bits((b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16)
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -596,6 +596,8 @@ fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u
             *m = (*m).max(b & 0x7fff);
         }
     }
+    // The tail as a fold of its own: through one closure shared with the
+    // chunks (as `winner_lanes` does), `max()` float16 ran 4.8 -> 5.4 us.
     let tail = chunks.remainder().iter().fold((start, 0u16), |(k, m), &x| {
         let b = bits(x);
         (pick(k, key(b)), m.max(b & 0x7fff))
