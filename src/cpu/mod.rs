@@ -10,6 +10,7 @@ mod backend;
 mod cast;
 mod copy;
 mod elementwise;
+mod extreme;
 mod isa;
 mod narrow;
 mod parallel;

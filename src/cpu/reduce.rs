@@ -16,10 +16,11 @@
 //! threads.
 
 use super::copy::materialize;
+use super::extreme::better_of;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows, add_rows2, better_of,
-    extreme, extreme_row, extreme_rows, extreme_run, leaf_sums, sum_run,
+    Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows, add_rows2, extreme,
+    extreme_row, extreme_rows, extreme_run, leaf_sums, sum_run,
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;

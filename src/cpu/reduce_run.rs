@@ -12,6 +12,10 @@
 //! plain arrays the compiler vectorises.
 
 use super::arith::Arith;
+use super::extreme::{
+    better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_scalar,
+    extreme_values_row, replaces,
+};
 use super::narrow::NarrowSlice;
 use super::parallel::join;
 use crate::Scalar;
@@ -21,7 +25,7 @@ use num_complex::{Complex32, Complex64};
 /// Elements per pairwise leaf.
 pub(crate) const LEAF: usize = 1024;
 /// Independent accumulators of a long leaf: each adds 16 of its elements.
-const LANES: usize = 64;
+pub(super) const LANES: usize = 64;
 /// Work (elements) past which a reduction splits across threads, and the
 /// length from which one run is summed in two halves on two threads
 /// (measured on 2 cores, the caller taking part: sum of 2^17 float32 took
@@ -348,88 +352,6 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
     better_of(a, b, max)
 }
 
-/// Of two candidates, the left (earlier) one unless the right one wins:
-/// a NaN on the left stays, a NaN on the right wins, ties stay left.
-#[inline(always)]
-pub(crate) fn better_of<T: Arith>(a: (T, usize), b: (T, usize), max: bool) -> (T, usize) {
-    if replaces(a.0, b.0, max) { b } else { a }
-}
-
-/// Whether a later `x` replaces the running winner `b`: a NaN winner stays,
-/// a NaN `x` wins, ties stay with `b` (every row and candidate update).
-#[inline(always)]
-fn replaces<T: Arith>(b: T, x: T, max: bool) -> bool {
-    !b.is_nan() && (x.is_nan() || if max { b.less(x) } else { x.less(b) })
-}
-
-/// [`replaces`] evaluated whole (`&` and `|`), without branches: blocks of
-/// columns held in registers then compare as vectors (with the
-/// short-circuits they ran 3x slower; in the run and float16/bfloat16
-/// kernels, this form ran up to 6x slower, so they keep [`replaces`]).
-#[inline(always)]
-fn replaces_branchless<T: Arith>(b: T, x: T, max: bool) -> bool {
-    !b.is_nan() & (x.is_nan() | if max { b.less(x) } else { x.less(b) })
-}
-
-/// The first winner by a plain scan (any type with `Arith`).
-#[inline(always)]
-pub(crate) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
-    let (mut best, mut at) = (xs[0], 0);
-    if best.is_nan() {
-        return (best, 0);
-    }
-    for (i, &x) in xs.iter().enumerate().skip(1) {
-        if x.is_nan() {
-            return (x, i);
-        }
-        if if max { best.less(x) } else { x.less(best) } {
-            (best, at) = (x, i);
-        }
-    }
-    (best, at)
-}
-
-/// Per-column update of running winners with one more row `r` (NaN wins
-/// and stays; ties keep the earlier row).
-#[inline(always)]
-pub(crate) fn extreme_row_generic<T: Arith>(
-    best: &mut [T],
-    at: &mut [i64],
-    row: &[T],
-    r: i64,
-    max: bool,
-) {
-    for ((b, i), &x) in best.iter_mut().zip(at.iter_mut()).zip(row) {
-        if replaces(*b, x, max) {
-            *b = x;
-            *i = r;
-        }
-    }
-}
-
-/// [`extreme_row_generic`] without positions: a select per column the
-/// compiler vectorises (`max` taken out of the loop).
-#[inline(always)]
-pub(crate) fn extreme_values_row<T: Arith>(best: &mut [T], row: &[T], max: bool) {
-    if max {
-        for (b, &x) in best.iter_mut().zip(row) {
-            *b = if replaces_branchless(*b, x, true) {
-                x
-            } else {
-                *b
-            };
-        }
-    } else {
-        for (b, &x) in best.iter_mut().zip(row) {
-            *b = if replaces_branchless(*b, x, false) {
-                x
-            } else {
-                *b
-            };
-        }
-    }
-}
-
 /// The sum of a leaf in float64 lanes, as many as the run fills: a short
 /// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
 /// the lanes' tail and tree than on its elements, and a long one needs
@@ -509,153 +431,6 @@ fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
         .iter()
         .fold(0i64, |s, &x| s.wrapping_add(f(x)));
     acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
-}
-
-/// The winner of a non-empty run and its first position (`usize::MAX`
-/// when not asked for and not needed): lanes of running winners, which a
-/// NaN never enters, and NaN flags; then a scan for the first NaN, or for
-/// the first element equal to the winner when its position (or the sign of
-/// a zero) matters.
-#[inline(always)]
-fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
-    let (b, nan) = match (max, xs.len() < 4 * LANES) {
-        (true, true) => winner_lanes::<T, true, 8>(xs),
-        (true, false) => winner_lanes::<T, true, LANES>(xs),
-        (false, true) => winner_lanes::<T, false, 8>(xs),
-        (false, false) => winner_lanes::<T, false, LANES>(xs),
-    };
-    if nan {
-        let at = xs.iter().position(|x| x.is_nan()).unwrap_or(0);
-        return (xs[at], at);
-    }
-    if !need_pos && b != T::zeroed() {
-        return (b, usize::MAX);
-    }
-    let at = xs.iter().position(|&x| x == b).unwrap_or(0);
-    (xs[at], at)
-}
-
-/// The winner of a non-empty float16/bfloat16 run, by its bits (`inf`:
-/// those of +infinity), without widening: keys that order as the values do
-/// (positives with the sign bit set, negatives with every bit flipped), whose
-/// max or min vectorises 32 to a vector, and the largest magnitude, above
-/// `inf` only for a NaN. Then, as [`extreme_lanes`], a scan for the first
-/// NaN, or for the winner's first position where that (or a zero's sign)
-/// matters: the two zeros have different keys but are equal.
-#[inline(always)]
-fn extreme_bits<T: Copy>(
-    xs: &[T],
-    bits: impl Fn(T) -> u16,
-    inf: u16,
-    max: bool,
-    need_pos: bool,
-) -> (u16, usize) {
-    let (key, mag) = if max {
-        key_lanes::<T, true>(xs, &bits)
-    } else {
-        key_lanes::<T, false>(xs, &bits)
-    };
-    if mag > inf {
-        let at = xs.iter().position(|&x| bits(x) & 0x7fff > inf).unwrap_or(0);
-        return (bits(xs[at]), at);
-    }
-    let b = if key & 0x8000 != 0 {
-        key ^ 0x8000
-    } else {
-        !key
-    };
-    let zero = b & 0x7fff == 0;
-    if !need_pos && !zero {
-        return (b, usize::MAX);
-    }
-    let at = xs.iter().position(|&x| {
-        if zero {
-            bits(x) & 0x7fff == 0
-        } else {
-            bits(x) == b
-        }
-    });
-    let at = at.unwrap_or(0);
-    (bits(xs[at]), at)
-}
-
-/// The largest (`MAX`) or smallest order key of 16-bit float bits, and the
-/// largest magnitude, in 32 lanes of each.
-#[inline(always)]
-fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u16, u16) {
-    const L: usize = 32;
-    let start = if MAX { 0 } else { u16::MAX };
-    let pick = |a: u16, b: u16| if MAX { a.max(b) } else { a.min(b) };
-    let key = |b: u16| b ^ ((((b as i16) >> 15) as u16) | 0x8000);
-    let (mut k, mut m) = ([start; L], [0u16; L]);
-    let mut chunks = xs.chunks_exact(L);
-    for c in &mut chunks {
-        for ((k, m), &x) in k.iter_mut().zip(m.iter_mut()).zip(c) {
-            let b = bits(x);
-            *k = pick(*k, key(b));
-            *m = (*m).max(b & 0x7fff);
-        }
-    }
-    // The tail as a fold of its own: through one closure shared with the
-    // chunks (as `winner_lanes` does), `max()` float16 ran 4.8 -> 5.4 us.
-    let tail = chunks.remainder().iter().fold((start, 0u16), |(k, m), &x| {
-        let b = bits(x);
-        (pick(k, key(b)), m.max(b & 0x7fff))
-    });
-    let k = k.iter().fold(tail.0, |a, &b| pick(a, b));
-    let m = m.iter().fold(tail.1, |a, &b| a.max(b));
-    (k, m)
-}
-
-/// The winner of a non-empty integer run: a max or min reduction (which
-/// the loop vectoriser knows), then, if asked, a scan for its position.
-#[inline(always)]
-fn extreme_ord<T: Ord + Copy>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
-    // A fold over values (`Iterator::max` tracks a reference: no vectors).
-    let b = if max {
-        xs.iter().fold(xs[0], |b, &x| b.max(x))
-    } else {
-        xs.iter().fold(xs[0], |b, &x| b.min(x))
-    };
-    if !need_pos {
-        return (b, usize::MAX);
-    }
-    (b, xs.iter().position(|&x| x == b).unwrap_or(0))
-}
-
-/// `L` running winners over chunks of `L` (the tail folded into the first
-/// lanes, then the lanes halved as a tree: no scalar pass over them), and
-/// whether a NaN was seen. The lanes start at `xs[0]`; a NaN there is seen
-/// when its chunk is.
-#[inline(always)]
-fn winner_lanes<T: Arith, const MAX: bool, const L: usize>(xs: &[T]) -> (T, bool) {
-    let better = |x: T, b: T| if MAX { b.less(x) } else { x.less(b) };
-    let mut best = [xs[0]; L];
-    let mut nan = [false; L];
-    let mut chunks = xs.chunks_exact(L);
-    let mut take = |c: &[T]| {
-        for ((b, n), &x) in best.iter_mut().zip(nan.iter_mut()).zip(c) {
-            *n |= x.is_nan();
-            *b = if better(x, *b) { x } else { *b };
-        }
-    };
-    for c in &mut chunks {
-        take(c);
-    }
-    take(chunks.remainder());
-    let mut w = L;
-    while w > 1 {
-        w /= 2;
-        for l in 0..w {
-            nan[l] |= nan[l + w];
-            best[l] = if better(best[l + w], best[l]) {
-                best[l + w]
-            } else {
-                best[l]
-            };
-        }
-    }
-    (best[0], nan[0])
 }
 
 macro_rules! int_kernel {
