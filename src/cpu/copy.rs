@@ -146,16 +146,19 @@ fn copy_rows<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], last:
     let rows: usize = outer.iter().map(|d| d.n).product();
     let row = |r: usize, off: isize| {
         let (s, d) = (src as *const T, dst as *mut T);
-        // SAFETY: row r of the contiguous destination holds last.n elements;
+        // Locals: read through `last` in the loop, they were reloaded per
+        // element (as in `transpose`).
+        let (n, step) = (last.n, last.s);
+        // SAFETY: row r of the contiguous destination holds n elements;
         // the source's layout keeps each element of the row in its storage;
         // the two do not overlap (the caller's promise).
         unsafe {
-            let d = d.add(r * last.n);
-            if last.s == 1 {
-                std::ptr::copy_nonoverlapping(s.offset(off), d, last.n);
+            let (d, s) = (d.add(r * n), s.offset(off));
+            if step == 1 {
+                std::ptr::copy_nonoverlapping(s, d, n);
             } else {
-                for j in 0..last.n {
-                    *d.add(j) = *s.offset(off + j as isize * last.s);
+                for j in 0..n {
+                    *d.add(j) = *s.offset(j as isize * step);
                 }
             }
         }
