@@ -20,7 +20,7 @@ use super::extreme::better_of;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
     Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows, add_rows2, extreme,
-    extreme_row, extreme_rows, extreme_run, leaf_sums, sum_run,
+    extreme_row, extreme_rows, extreme_run, leaf_sums, short_extremes, sum_run,
 };
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
@@ -248,16 +248,19 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             sink.put_extreme(i, v, at);
         }
     };
+    // Short contiguous runs are reduced a batch a call (`leaf_sums`,
+    // `short_extremes`), the others one `total` or `one_extreme` each.
+    let short = runs == 1 && run.s == 1 && run.n < SHORT_RUN;
     // Outputs `start..start + n`: sums a batch at a time into `put_sums`.
     let some = |start: usize, n: usize| {
+        if !summing && short {
+            return short_extremes_of::<T>(base, kept, run.n, start, n, sink);
+        }
         if !summing {
             return walk(kept, start, n, one_extreme);
         }
-        // Short contiguous runs are summed a batch a call (`leaf_sums`),
-        // the others one `total` each.
-        let short = runs == 1 && run.s == 1 && run.n < SHORT_RUN;
         let mut batch = [T::A::ZERO; BATCH];
-        let mut flush = |offs: &[isize], first: usize| {
+        let flush = |offs: &[isize], first: usize| {
             let sums = &mut batch[..offs.len()];
             if short {
                 let mut slices: [&[T]; BATCH] = [&[]; BATCH];
@@ -272,16 +275,7 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
             }
             sink.put_sums(first, sums);
         };
-        let (mut offs, mut len) = ([0isize; BATCH], 0);
-        walk(kept, start, n, |i, koff| {
-            offs[len] = koff;
-            len += 1;
-            if len == BATCH {
-                flush(&offs, i + 1 - BATCH);
-                len = 0;
-            }
-        });
-        flush(&offs[..len], start + n - len);
+        in_batches(kept, start, n, flush);
     };
     if outputs > 1 && outputs * runs * run.n >= PARALLEL_MIN {
         let tasks = (threads() * 4).min(outputs);
@@ -293,6 +287,60 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
     } else {
         some(0, outputs);
     }
+}
+
+/// Outputs `start..start + n` of a max or min along short contiguous runs
+/// of `len` elements: a batch of runs a call, a batch of outputs a copy.
+fn short_extremes_of<T: Kernel>(
+    base: usize,
+    kept: &[Dim],
+    len: usize,
+    start: usize,
+    n: usize,
+    sink: Sink,
+) {
+    let (max, need_pos) = (sink.op == ReduceOp::Max, sink.indices != 0);
+    let (mut values, mut at) = ([T::zeroed(); BATCH], [0i64; BATCH]);
+    let flush = |offs: &[isize], first: usize| {
+        let mut slices: [&[T]; BATCH] = [&[]; BATCH];
+        for (s, &off) in slices.iter_mut().zip(offs) {
+            *s = slice(base, off, len);
+        }
+        let k = offs.len();
+        short_extremes(&slices[..k], max, need_pos, &mut values[..k], &mut at[..k]);
+        sink.put_extremes(first, &values[..k], &at[..k]);
+    };
+    in_batches(kept, start, n, flush);
+}
+
+/// Calls `flush(offsets, first)` for outputs `start..start + n` of the
+/// `kept` dimensions, [`BATCH`] element offsets at a time (the outputs
+/// `first..first + offsets.len()`). One kept dimension, the usual case once
+/// collapsed, counts its offsets directly: through `walk`, a call per
+/// output cost as much as a short run's reduction.
+fn in_batches(kept: &[Dim], start: usize, n: usize, mut flush: impl FnMut(&[isize], usize)) {
+    let mut offs = [0isize; BATCH];
+    if let [d] = kept {
+        let step = d.s;
+        for first in (start..start + n).step_by(BATCH) {
+            let k = BATCH.min(start + n - first);
+            for (j, o) in offs[..k].iter_mut().enumerate() {
+                *o = (first + j) as isize * step;
+            }
+            flush(&offs[..k], first);
+        }
+        return;
+    }
+    let mut k = 0;
+    walk(kept, start, n, |i, koff| {
+        offs[k] = koff;
+        k += 1;
+        if k == BATCH {
+            flush(&offs, i + 1 - BATCH);
+            k = 0;
+        }
+    });
+    flush(&offs[..k], start + n - k);
 }
 
 /// The run of `run.n` elements at `off`, as a slice when contiguous.

@@ -218,6 +218,33 @@ def test_runs_and_rows_of_every_short_length_match_torch(dtype):
                 torch.testing.assert_close(got, getattr(view, op)(dim), rtol=0, atol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
+def test_short_runs_in_batches_match_torch(dtype):
+    """Short contiguous runs are reduced a batch of 64 outputs a call: more
+    outputs than a batch (150, 2 800) over one kept dimension (offsets counted
+    directly) and over two that do not collapse (a strided middle dimension,
+    offsets walked), with ties and NaN, values and first positions as torch's."""
+    g = torch.Generator().manual_seed(5)
+    base = torch.randint(-3, 4, (70, 40, 37), generator=g).to(getattr(torch, dtype))
+    if dtype.startswith("float"):
+        base[1, 2, 5] = float("nan")
+        base[3, :, 0] = float("nan")
+    for view in (base, base[:3, :50], base[:, ::2], base[::3, 1::3, :20]):
+        t = db.from_dlpack(view)
+        for op in ("max", "min"):
+            values, idx = getattr(t, op)(2)
+            tv, ti = getattr(view, op)(2)
+            torch.testing.assert_close(torch.from_dlpack(values), tv, rtol=0, atol=0, equal_nan=True)
+            assert torch.equal(torch.from_dlpack(idx), ti), (view.shape, op)
+        for op in ("amax", "amin"):
+            torch.testing.assert_close(
+                torch.from_dlpack(getattr(t, op)(2)), getattr(view, op)(2), rtol=0, atol=0, equal_nan=True
+            )
+        want = view.double().sum(2)
+        got = torch.from_dlpack(t.sum(2)).double()
+        torch.testing.assert_close(got, want.to(view.dtype).double(), rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype, tiny, want", [("float16", 2.0**-24, 1 + 2.0**-10), ("bfloat16", 2.0**-40, 1 + 2.0**-7)])
 def test_narrow_float_sums_round_once(dtype, tiny, want):
     """1 + (half an ulp) + tiny: the exact sum lies just above a tie, so it
