@@ -31,32 +31,6 @@ const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// float32 stay in L1).
 const BLOCK: usize = 256;
 
-/// The blocks of the float16/bfloat16 paths (both inputs and the results
-/// in the compute type): set up once per part of a loop, since zeroing them
-/// per row cost as much as a 300-element row (`m + m[0]` float16 300x300).
-struct Scratch<C, R> {
-    a: [C; BLOCK],
-    b: [C; BLOCK],
-    r: [R; BLOCK],
-}
-
-impl<C: bytemuck::Zeroable + Copy, R: bytemuck::Zeroable + Copy> Scratch<C, R> {
-    /// Uninitialised, and zeroed only where `wide` (the float16/bfloat16
-    /// paths, the only ones that use it): the other loops pay nothing.
-    #[inline(always)]
-    fn new(wide: bool) -> std::mem::MaybeUninit<Scratch<C, R>> {
-        let mut s = std::mem::MaybeUninit::uninit();
-        if wide {
-            s.write(Scratch {
-                a: [C::zeroed(); BLOCK],
-                b: [C::zeroed(); BLOCK],
-                r: [R::zeroed(); BLOCK],
-            });
-        }
-        s
-    }
-}
-
 /// Where the values of `out = f(a, b)` come from and go to: an output of
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
 pub(crate) trait Sink<R>: Copy {
@@ -237,10 +211,9 @@ super::isa::twin! {
     ///
     /// # Safety
     /// Every pointer addresses `len` elements `strides` apart (the output's
-    /// exclusively ours); `scratch` is initialised where `T::WIDE`.
+    /// exclusively ours).
     unsafe fn row_into[T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>](
         o: *mut O, a: Src<T>, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> R,
-        scratch: *mut Scratch<T::C, R>,
     ) => row_into_body;
 }
 
@@ -256,17 +229,18 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     [so, sa, sb]: [isize; 3],
     len: usize,
     f: impl Fn(T::C, T::C) -> R,
-    scratch: *mut Scratch<T::C, R>,
 ) {
     // SAFETY (whole body): the caller's promise on every pointer and length.
     unsafe {
         if T::WIDE {
             // Blocks through the compute type: one rounding per element.
-            let Scratch { a: xa, b: xb, r } = &mut *scratch;
+            let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
+            let mut xb = xa;
+            let mut r = [R::zeroed(); BLOCK];
             // An operand with one value (a number, or stride 0) fills its
             // block once.
             let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
-            for (x, src, s) in [(&mut *xa, a, sa), (&mut *xb, b, sb)] {
+            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
                 if uniform(src, s) {
                     x.fill(load(src, 0));
                 }
@@ -274,7 +248,7 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
             let mut i = 0;
             while i < len {
                 let n = BLOCK.min(len - i);
-                for (x, src, s) in [(&mut *xa, a, sa), (&mut *xb, b, sb)] {
+                for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
                     match src {
                         _ if uniform(src, s) => {}
                         Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
@@ -329,7 +303,6 @@ super::isa::twin! {
     /// As for [`row_into`]; `b` does not overlap the output.
     unsafe fn row_inplace[T: Arith + Sink<T::C>](
         o: *mut T, b: Src<T>, strides: [isize; 3], len: usize, f: impl Fn(T::C, T::C) -> T::C,
-        scratch: *mut Scratch<T::C, T::C>,
     ) => row_inplace_body;
 }
 
@@ -344,20 +317,11 @@ unsafe fn row_inplace_body<T: Arith + Sink<T::C>>(
     [so, _, sb]: [isize; 3],
     len: usize,
     f: impl Fn(T::C, T::C) -> T::C,
-    scratch: *mut Scratch<T::C, T::C>,
 ) {
     // SAFETY (whole body): the caller's promise on every pointer and length.
     unsafe {
         if T::WIDE {
-            return row_into_body(
-                o,
-                Src::Mem(o.cast_const()),
-                b,
-                [so, so, sb],
-                len,
-                f,
-                scratch,
-            );
+            return row_into_body(o, Src::Mem(o.cast_const()), b, [so, so, sb], len, f);
         }
         match b {
             Src::Mem(pb) if so == 1 && sb == 1 => {
@@ -455,7 +419,6 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
     parallel(out.numel(), |start, end| {
         let (po, sa, sb) = (po, sa, sb);
         let inner = plan.inner();
-        let mut scratch = Scratch::<T::C, R>::new(T::WIDE);
         plan.walk(start, end, |[oo, oa, ob], len| {
             let at = |s: Src<T>, off| match s {
                 // SAFETY: the offset of an element of this operand.
@@ -464,10 +427,7 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
             };
             // SAFETY: the plan keeps every offset inside its tensor; threads
             // write disjoint ranges of the output.
-            unsafe {
-                let (a, b) = (at(sa.0, oa), at(sb.0, ob));
-                row_into(po.0.offset(oo), a, b, inner, len, &f, scratch.as_mut_ptr())
-            }
+            unsafe { row_into(po.0.offset(oo), at(sa.0, oa), at(sb.0, ob), inner, len, &f) }
         });
     });
 }
@@ -489,7 +449,6 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
     parallel(out.numel(), |start, end| {
         let (po, sb) = (po, sb);
         let inner = plan.inner();
-        let mut scratch = Scratch::<T::C, T::C>::new(T::WIDE);
         plan.walk(start, end, |[oo, _, ob], len| {
             let b = match sb.0 {
                 // SAFETY: the offset of an element of b.
@@ -497,7 +456,7 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
                 v => v,
             };
             // SAFETY: as in map_into.
-            unsafe { row_inplace(po.0.offset(oo), b, inner, len, &f, scratch.as_mut_ptr()) }
+            unsafe { row_inplace(po.0.offset(oo), b, inner, len, &f) }
         });
     });
 }
