@@ -383,17 +383,13 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
 /// The sum of a leaf in float64 lanes, as many as the run fills: a short
 /// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
 /// the lanes' tail and tree than on its elements, and a long one needs
-/// [`LANES`] of them, eight vectors, for enough independent additions
-/// (below a leaf, 32 lanes still keep up with the conversions, and their
-/// tree costs half: `sum(dim=1)` float32 300x300 10.0 -> 8.6 us).
+/// [`LANES`] of them, eight vectors, for enough independent additions.
 #[inline(always)]
 fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
     if xs.len() < 64 {
         lanes_f64_n::<4, X>(xs, f)
     } else if xs.len() < SHORT_RUN {
         lanes_f64_n::<16, X>(xs, f)
-    } else if xs.len() < LEAF {
-        lanes_f64_n::<32, X>(xs, f)
     } else {
         lanes_f64_n::<LANES, X>(xs, f)
     }
