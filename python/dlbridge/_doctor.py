@@ -102,9 +102,17 @@ def _child_env():
     import dlbridge
 
     env = dict(os.environ)
-    # The child must import this very dlbridge.
+    # The child must import this very dlbridge: from a source tree or an
+    # editable install its directory goes first. An installed one is in the
+    # child's own site-packages already; put first, that directory would
+    # shadow the user's PYTHONPATH (a peer installed there as well as in
+    # PYTHONPATH was probed from site-packages).
+    import site
+
     root = os.path.dirname(os.path.dirname(os.path.abspath(dlbridge.__file__)))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    installed = {os.path.abspath(p) for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    if root not in installed:
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ logging
     env.setdefault("GLOG_minloglevel", "2")  # Paddle's
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX must not take the GPU's memory
