@@ -55,7 +55,7 @@ fn helper_pool() -> &'static rayon::ThreadPool {
 /// claimed piece before the borrow ends.
 struct Job {
     /// The next unclaimed piece of each thread's share (thread `t` owns
-    /// `share(t)`; the caller is thread 0).
+    /// [`share`]`(t, ..)`; the caller is thread 0).
     next: Vec<AtomicUsize>,
     done: AtomicUsize,
     pieces: usize,
@@ -69,20 +69,19 @@ unsafe impl Send for Job {}
 // SAFETY: as above.
 unsafe impl Sync for Job {}
 
-impl Job {
-    /// The pieces thread `t` owns: the `t`-th of `next.len()` near-equal
-    /// contiguous shares.
-    fn share(&self, t: usize) -> std::ops::Range<usize> {
-        let threads = self.next.len();
-        t * self.pieces / threads..(t + 1) * self.pieces / threads
-    }
+/// The pieces thread `t` of `threads` owns: the `t`-th of near-equal
+/// contiguous shares of `0..pieces`.
+fn share(t: usize, threads: usize, pieces: usize) -> std::ops::Range<usize> {
+    t * pieces / threads..(t + 1) * pieces / threads
+}
 
+impl Job {
     /// Claims and runs the pieces of thread `t`'s share, then those left
     /// in the others' (the next thread's first), until none is left.
     fn run(&self, t: usize) {
         let threads = self.next.len();
         for s in (0..threads).map(|k| (t + k) % threads) {
-            let end = self.share(s).end;
+            let end = share(s, threads, self.pieces).end;
             loop {
                 let i = self.next[s].fetch_add(1, Ordering::Relaxed);
                 if i >= end {
@@ -124,7 +123,7 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
     let threads = helpers + 1;
     let job = Arc::new(Job {
         next: (0..threads)
-            .map(|t| AtomicUsize::new(t * pieces / threads))
+            .map(|t| AtomicUsize::new(share(t, threads, pieces).start))
             .collect(),
         done: AtomicUsize::new(0),
         pieces,

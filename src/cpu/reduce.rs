@@ -263,11 +263,7 @@ fn by_runs<T: Kernel>(base: usize, kept: &[Dim], red: &[Dim], sink: Sink) {
         let flush = |offs: &[isize], first: usize| {
             let sums = &mut batch[..offs.len()];
             if short {
-                let mut slices: [&[T]; BATCH] = [&[]; BATCH];
-                for (s, &off) in slices.iter_mut().zip(offs) {
-                    *s = slice(base, off, run.n);
-                }
-                leaf_sums(&slices[..offs.len()], sums);
+                leaf_sums(&runs_at::<T>(base, offs, run.n)[..offs.len()], sums);
             } else {
                 for (s, &off) in sums.iter_mut().zip(offs) {
                     *s = total(off);
@@ -302,12 +298,9 @@ fn short_extremes_of<T: Kernel>(
     let (max, need_pos) = (sink.op == ReduceOp::Max, sink.indices != 0);
     let (mut values, mut at) = ([T::zeroed(); BATCH], [0i64; BATCH]);
     let flush = |offs: &[isize], first: usize| {
-        let mut slices: [&[T]; BATCH] = [&[]; BATCH];
-        for (s, &off) in slices.iter_mut().zip(offs) {
-            *s = slice(base, off, len);
-        }
         let k = offs.len();
-        short_extremes(&slices[..k], max, need_pos, &mut values[..k], &mut at[..k]);
+        let runs = runs_at::<T>(base, offs, len);
+        short_extremes(&runs[..k], max, need_pos, &mut values[..k], &mut at[..k]);
         sink.put_extremes(first, &values[..k], &at[..k]);
     };
     in_batches(kept, start, n, flush);
@@ -341,6 +334,16 @@ fn in_batches(kept: &[Dim], start: usize, n: usize, mut flush: impl FnMut(&[isiz
         }
     });
     flush(&offs[..k], start + n - k);
+}
+
+/// The contiguous runs of `len` elements at a batch of offsets (the first
+/// `offs.len()` of the array).
+fn runs_at<'a, T>(base: usize, offs: &[isize], len: usize) -> [&'a [T]; BATCH] {
+    let mut runs: [&[T]; BATCH] = [&[]; BATCH];
+    for (r, &off) in runs.iter_mut().zip(offs) {
+        *r = slice(base, off, len);
+    }
+    runs
 }
 
 /// The run of `run.n` elements at `off`, as a slice when contiguous.

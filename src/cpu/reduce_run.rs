@@ -572,24 +572,13 @@ const BITS_BLOCK: usize = 4096;
 /// (a short row zeroes a short buffer).
 const ROW_BLOCK: usize = 64;
 
-/// `acc[j] += r0[j] + r1[j]` for float16/bfloat16 rows, widened through
-/// the caller's float32 buffers [`ROW_BLOCK`] columns at a time.
+/// The sum of a float16/bfloat16 run shorter than [`SHORT_RUN`], widened
+/// into `buf` first (at least as long as the run).
 #[inline(always)]
-fn add_pair_widened<T: NarrowSlice>(
-    acc: &mut [f64],
-    r0: &[T],
-    r1: &[T],
-    (b0, b1): &mut ([f32; ROW_BLOCK], [f32; ROW_BLOCK]),
-) {
-    let rows = r0.chunks(ROW_BLOCK).zip(r1.chunks(ROW_BLOCK));
-    for (acc, (r0, r1)) in acc.chunks_mut(ROW_BLOCK).zip(rows) {
-        let (b0, b1) = (&mut b0[..r0.len()], &mut b1[..r1.len()]);
-        T::widen(r0, b0);
-        T::widen(r1, b1);
-        for ((a, &x), &y) in acc.iter_mut().zip(b0.iter()).zip(b1.iter()) {
-            *a = *a + x as f64 + y as f64;
-        }
-    }
+fn widened_short_sum<T: NarrowSlice>(xs: &[T], buf: &mut [f32]) -> f64 {
+    let buf = &mut buf[..xs.len()];
+    T::widen(xs, buf);
+    lanes_f64(buf, |x| x as f64)
 }
 
 /// float16 and bfloat16: widened to float32 a block at a time.
@@ -607,9 +596,7 @@ macro_rules! half_kernel {
                 // use, in its order (so one buffer of a quarter leaf).
                 let mut buf = [0f32; HALF_BLOCK];
                 if xs.len() < SHORT_RUN {
-                    let buf = &mut buf[..xs.len()];
-                    <$t as NarrowSlice>::widen(xs, buf);
-                    return lanes_f64(buf, |x| x as f64);
+                    return widened_short_sum(xs, &mut buf);
                 }
                 let mut acc = [0.0f64; LANES];
                 let body = xs.len() - xs.len() % LANES;
@@ -624,16 +611,15 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn short_sums(runs: &[&[Self]], out: &mut [f64]) {
-                if <$t as NarrowSlice>::WIDEN_ONE.is_some() {
-                    return runs.iter().zip(out).for_each(|(xs, o)| *o = Self::leaf_sum(xs));
-                }
-                // One buffer for the batch (zeroed per run, it cost as much
-                // as a 40-element run's sum), the runs as `leaf_sum` sums them.
+                // One buffer for the batch (zeroed per run in `leaf_sum`, it
+                // cost as much as a 40-element run's sum), the same sums.
                 let mut buf = [0f32; SHORT_RUN];
                 for (o, xs) in out.iter_mut().zip(runs) {
-                    let buf = &mut buf[..xs.len()];
-                    <$t as NarrowSlice>::widen(xs, buf);
-                    *o = lanes_f64(buf, |x| x as f64);
+                    *o = if <$t as NarrowSlice>::WIDEN_ONE.is_some() {
+                        Self::leaf_sum(xs)
+                    } else {
+                        widened_short_sum(xs, &mut buf)
+                    };
                 }
             }
             #[inline(always)]
@@ -652,13 +638,8 @@ macro_rules! half_kernel {
             #[inline(always)]
             fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
                 let n = acc.len();
-                // One pair of buffers for every pair of rows, not zeroed
-                // per pair (those stores showed in `perf`; `sum(dim=0)`
-                // float16 300x300 measured no faster or slower).
-                let mut bufs = ([0f32; ROW_BLOCK], [0f32; ROW_BLOCK]);
                 for r in (0..count - count % 2).step_by(2) {
-                    let (r0, r1) = (row_part(rows, stride, r, 0, n), row_part(rows, stride, r + 1, 0, n));
-                    add_pair_widened::<Self>(acc, r0, r1, &mut bufs);
+                    Self::add_rows2(acc, row_part(rows, stride, r, 0, n), row_part(rows, stride, r + 1, 0, n));
                 }
                 if count % 2 == 1 {
                     Self::add_row(acc, row_part(rows, stride, count - 1, 0, n));
@@ -672,7 +653,16 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {
-                add_pair_widened::<Self>(acc, r0, r1, &mut ([0f32; ROW_BLOCK], [0f32; ROW_BLOCK]));
+                let (mut b0, mut b1) = ([0f32; ROW_BLOCK], [0f32; ROW_BLOCK]);
+                let rows = r0.chunks(ROW_BLOCK).zip(r1.chunks(ROW_BLOCK));
+                for (acc, (r0, r1)) in acc.chunks_mut(ROW_BLOCK).zip(rows) {
+                    let (b0, b1) = (&mut b0[..r0.len()], &mut b1[..r1.len()]);
+                    <$t as NarrowSlice>::widen(r0, b0);
+                    <$t as NarrowSlice>::widen(r1, b1);
+                    for ((a, &x), &y) in acc.iter_mut().zip(b0.iter()).zip(b1.iter()) {
+                        *a = *a + x as f64 + y as f64;
+                    }
+                }
             }
             #[inline(always)]
             fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
