@@ -230,17 +230,32 @@ def test_descriptors_that_are_not_segments_are_refused(tmp_path, no_leak):
 
 def test_a_failed_rebuild_closes_the_received_descriptor():
     from dlbridge import _sharing
-    from multiprocessing.reduction import DupFd
+
+    class Received:
+        """What unpickling hands the rebuild: an object whose detach() gives a
+        new descriptor to the segment. multiprocessing's own DupFd is not used
+        here: its resource-sharer thread closes its copies after detach()
+        returns, so counting descriptors around it races with that thread."""
+
+        def __init__(self, fd):
+            self.fd = fd
+
+        def detach(self):
+            return os.dup(self.fd)
 
     t, h = fresh_handle()
-    # The first DupFd starts multiprocessing's resource sharer, whose
-    # listening socket stays open: not ours to count.
-    os.close(DupFd(h["fd"]).detach())
     open_before = len(os.listdir("/proc/self/fd"))
     for _ in range(20):
         with pytest.raises(BufferError):
-            _sharing._rebuild_from_fd(DupFd(h["fd"]), 25, h["dtype"], h["shape"], h["strides"], 0,
+            _sharing._rebuild_from_fd(Received(h["fd"]), 25, h["dtype"], h["shape"], h["strides"], 0,
                                       False, False)
+    assert len(os.listdir("/proc/self/fd")) == open_before
+    # and a good rebuild through the same path still maps the segment
+    u = _sharing._rebuild_from_fd(Received(h["fd"]), h["nbytes"], h["dtype"], h["shape"],
+                                  h["strides"], 0, False, False)
+    t.add_(1)
+    assert u.tolist() == t.tolist()
+    del u
     assert len(os.listdir("/proc/self/fd")) == open_before
 
 
