@@ -1,6 +1,7 @@
 //! Arithmetic per element type, with PyTorch's semantics: integers wrap,
 //! half types compute in f32 and round, bool add/mul are or/and.
 
+use super::narrow::{CHUNK, NarrowSlice};
 use super::vmath::VMath;
 use crate::Element;
 pub(crate) use crate::backend::{BinaryOp, CompareOp};
@@ -28,6 +29,25 @@ pub trait Arith: Element + PartialEq {
         dst.iter_mut()
             .zip(src)
             .for_each(|(d, &s)| *d = Self::narrow(s));
+    }
+    /// A chunk widened by value (see [`NarrowSlice::widen_chunk`]; `simd`:
+    /// `isa::avx2()`).
+    ///
+    /// # Safety
+    /// `simd` only where `isa::avx2()` holds.
+    #[inline(always)]
+    unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [Self::C; CHUNK] {
+        let _ = simd;
+        src.map(Self::widen)
+    }
+    /// A chunk rounded into `dst` (see [`NarrowSlice::narrow_chunk`]).
+    ///
+    /// # Safety
+    /// As for [`widen_chunk`](Self::widen_chunk).
+    #[inline(always)]
+    unsafe fn narrow_chunk(src: [Self::C; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
+        let _ = simd;
+        *dst = src.map(Self::narrow);
     }
     fn add(self, rhs: Self) -> Self;
     fn sub(self, rhs: Self) -> Self;
@@ -125,6 +145,9 @@ macro_rules! float_arith {
             #[inline(always)] fn narrow(c: $C) -> Self { Widen::narrow(c) }
             #[inline(always)] fn widen_slice(src: &[Self], dst: &mut [$C]) { Widen::widen_slice(src, dst) }
             #[inline(always)] fn narrow_slice(src: &[$C], dst: &mut [Self]) { Widen::narrow_slice(src, dst) }
+            // SAFETY (both): the caller's promise, passed on.
+            #[inline(always)] unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [$C; CHUNK] { unsafe { Widen::widen_chunk(src, simd) } }
+            #[inline(always)] unsafe fn narrow_chunk(src: [$C; CHUNK], dst: &mut [Self; CHUNK], simd: bool) { unsafe { Widen::narrow_chunk(src, dst, simd) } }
             #[inline(always)] fn add(self, r: Self) -> Self { self + r }
             #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
@@ -156,6 +179,26 @@ trait Widen<C>: Sized {
     fn narrow(c: C) -> Self;
     fn widen_slice(src: &[Self], dst: &mut [C]);
     fn narrow_slice(src: &[C], dst: &mut [Self]);
+    /// # Safety
+    /// As for [`Arith::widen_chunk`].
+    #[inline(always)]
+    unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [C; CHUNK]
+    where
+        Self: Copy,
+    {
+        let _ = simd;
+        src.map(Self::widen)
+    }
+    /// # Safety
+    /// As for [`Arith::widen_chunk`].
+    #[inline(always)]
+    unsafe fn narrow_chunk(src: [C; CHUNK], dst: &mut [Self; CHUNK], simd: bool)
+    where
+        C: Copy,
+    {
+        let _ = simd;
+        *dst = src.map(Self::narrow);
+    }
 }
 
 macro_rules! same_width {
@@ -182,6 +225,15 @@ macro_rules! half_width {
             #[inline(always)]
             fn narrow_slice(src: &[f32], dst: &mut [$t]) {
                 <$t as super::narrow::NarrowSlice>::narrow(src, dst)
+            }
+            // SAFETY (both): the caller's promise, passed on.
+            #[inline(always)]
+            unsafe fn widen_chunk(src: &[$t; CHUNK], simd: bool) -> [f32; CHUNK] {
+                unsafe { <$t as NarrowSlice>::widen_chunk(src, simd) }
+            }
+            #[inline(always)]
+            unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [$t; CHUNK], simd: bool) {
+                unsafe { <$t as NarrowSlice>::narrow_chunk(src, dst, simd) }
             }
         }
     )*};

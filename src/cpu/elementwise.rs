@@ -12,6 +12,7 @@
 //! (`parallel.rs`).
 
 use super::arith::{Arith, BinaryOp, CompareOp};
+use super::narrow::CHUNK;
 use super::strided::{view, view_mut};
 use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
@@ -35,6 +36,15 @@ const BLOCK: usize = 256;
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
 pub(crate) trait Sink<R>: Copy {
     fn put(r: R) -> Self;
+    /// A chunk of results stored, by value (see `Arith::narrow_chunk`).
+    ///
+    /// # Safety
+    /// `simd` only where `isa::avx2()` holds.
+    #[inline(always)]
+    unsafe fn put_chunk(src: [R; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
+        let _ = simd;
+        *dst = src.map(Self::put);
+    }
     #[inline(always)]
     fn put_slice(src: &[R], dst: &mut [Self])
     where
@@ -64,6 +74,11 @@ macro_rules! narrow_sink {
             fn put(r: f32) -> Self { <$t as Arith>::narrow(r) }
             #[inline(always)]
             fn put_slice(src: &[f32], dst: &mut [Self]) { <$t as Arith>::narrow_slice(src, dst) }
+            #[inline(always)]
+            unsafe fn put_chunk(src: [f32; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
+                // SAFETY: the caller's promise, passed on.
+                unsafe { <$t as Arith>::narrow_chunk(src, dst, simd) }
+            }
         }
     )*};
 }
@@ -206,6 +221,64 @@ unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
     }
 }
 
+/// The dense part of a float16/bfloat16 row (`a`, `b` each contiguous
+/// from `pa`/`pb`, or one value `va`/`vb` where there is none; the output
+/// contiguous) in chunks that stay in registers, memory to memory in one
+/// pass; returns how many elements it did (whole chunks). Through
+/// [`BLOCK`]-sized buffers each element was stored and loaded three more
+/// times, and float16 `a + b` ran at about half torch's speed.
+///
+/// # Safety
+/// As for [`row_into`], with `pa`, `pb` and `o` contiguous over `len`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // one row's operands, as row_into's
+unsafe fn dense_chunks<T: Arith, R: Copy, O: Sink<R>>(
+    o: *mut O,
+    (pa, va): (Option<*const T>, T::C),
+    (pb, vb): (Option<*const T>, T::C),
+    len: usize,
+    f: &impl Fn(T::C, T::C) -> R,
+) -> usize {
+    // The conversions' instruction-set check, read once: a check inside the
+    // loop kept each chunk's values on the stack for the other branch.
+    if super::isa::avx2() {
+        // SAFETY: the caller's promise; the CPU has AVX2 (checked).
+        unsafe { chunks_with::<T, R, O, true>(o, (pa, va), (pb, vb), len, f) }
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { chunks_with::<T, R, O, false>(o, (pa, va), (pb, vb), len, f) }
+    }
+}
+
+/// [`dense_chunks`] for one answer of the instruction-set check.
+///
+/// # Safety
+/// As for [`dense_chunks`]; `SIMD` only where `isa::avx2()` holds.
+#[inline(always)]
+unsafe fn chunks_with<T: Arith, R: Copy, O: Sink<R>, const SIMD: bool>(
+    o: *mut O,
+    (pa, va): (Option<*const T>, T::C),
+    (pb, vb): (Option<*const T>, T::C),
+    len: usize,
+    f: &impl Fn(T::C, T::C) -> R,
+) -> usize {
+    // SAFETY: chunks at i lie inside the caller's contiguous operands;
+    // SIMD as the caller promised.
+    let at = |p: Option<*const T>, v, i: usize| match p {
+        Some(p) => unsafe { T::widen_chunk(&*p.add(i).cast::<[T; CHUNK]>(), SIMD) },
+        None => [v; CHUNK],
+    };
+    let mut i = 0;
+    while i + CHUNK <= len {
+        let (x, y) = (at(pa, va, i), at(pb, vb, i));
+        let r: [R; CHUNK] = std::array::from_fn(|j| f(x[j], y[j]));
+        // SAFETY: as above, for the output.
+        unsafe { O::put_chunk(r, &mut *o.add(i).cast::<[O; CHUNK]>(), SIMD) };
+        i += CHUNK;
+    }
+    i
+}
+
 super::isa::twin! {
     /// One row of `out = f(a, b)`, `out` not overlapping the inputs.
     ///
@@ -234,18 +307,35 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     unsafe {
         if T::WIDE {
             // Blocks through the compute type: one rounding per element.
-            let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
-            let mut xb = xa;
-            let mut r = [R::zeroed(); BLOCK];
             // An operand with one value (a number, or stride 0) fills its
             // block once.
             let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
+            let mut i = 0;
+            if so == 1
+                && [(a, sa), (b, sb)]
+                    .iter()
+                    .all(|&(src, s)| s == 1 || uniform(src, s))
+            {
+                let dense = |src, s| match src {
+                    Src::Mem(p) if s == 1 => Some(p),
+                    _ => None,
+                };
+                let (pa, pb) = (dense(a, sa), dense(b, sb));
+                let value = |p: Option<_>, src| match p {
+                    Some(_) => <T::C as bytemuck::Zeroable>::zeroed(),
+                    None => load(src, 0),
+                };
+                let (va, vb) = (value(pa, a), value(pb, b));
+                i = dense_chunks(o, (pa, va), (pb, vb), len, &f);
+            }
+            let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
+            let mut xb = xa;
+            let mut r = [R::zeroed(); BLOCK];
             for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
                 if uniform(src, s) {
                     x.fill(load(src, 0));
                 }
             }
-            let mut i = 0;
             while i < len {
                 let n = BLOCK.min(len - i);
                 for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {

@@ -15,6 +15,9 @@
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
+/// Elements of a register-sized chunk: 16 float32, one AVX-512 register.
+pub(crate) const CHUNK: usize = 16;
+
 /// A narrow float widened to and rounded from float32 a slice at a time.
 pub(crate) trait NarrowSlice: Sized + Copy {
     /// `dst[i] = src[i]` as float32 (exact); the lengths are equal.
@@ -24,6 +27,19 @@ pub(crate) trait NarrowSlice: Sized + Copy {
     /// One element widened, where that vectorises inside a loop (a NaN
     /// may come out signalling: for arithmetic, not for copies).
     const WIDEN_ONE: Option<fn(Self) -> f32> = None;
+    /// A chunk widened, by value, so loops over chunks keep their values
+    /// in registers. `simd` is [`isa::avx2`](super::isa::avx2), read once
+    /// by the caller: a check per chunk kept the values on the stack for
+    /// the fallback's branch.
+    ///
+    /// # Safety
+    /// `simd` only where `isa::avx2()` holds.
+    unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [f32; CHUNK];
+    /// A chunk rounded to nearest even into `dst` (`simd` as above).
+    ///
+    /// # Safety
+    /// As for [`widen_chunk`](Self::widen_chunk).
+    unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [Self; CHUNK], simd: bool);
 }
 
 impl NarrowSlice for f16 {
@@ -58,10 +74,32 @@ impl NarrowSlice for f16 {
         }
         dst.convert_from_f32_slice(src)
     }
+
+    #[inline(always)]
+    unsafe fn widen_chunk(src: &[f16; CHUNK], simd: bool) -> [f32; CHUNK] {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if simd {
+            // SAFETY: the CPU has F16C (the caller's promise).
+            return unsafe { f16c::widen_chunk(src) };
+        }
+        let _ = simd;
+        src.map(f16::to_f32)
+    }
+
+    #[inline(always)]
+    unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [f16; CHUNK], simd: bool) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if simd {
+            // SAFETY: the CPU has F16C (the caller's promise).
+            return unsafe { f16c::narrow_chunk(src, dst) };
+        }
+        let _ = simd;
+        *dst = src.map(f16::from_f32);
+    }
 }
 
 impl NarrowSlice for bf16 {
-    const WIDEN_ONE: Option<fn(bf16) -> f32> = Some(|x| f32::from_bits((x.to_bits() as u32) << 16));
+    const WIDEN_ONE: Option<fn(bf16) -> f32> = Some(bf16_widened);
 
     #[inline(always)]
     fn widen(src: &[bf16], dst: &mut [f32]) {
@@ -79,6 +117,24 @@ impl NarrowSlice for bf16 {
             *d = bf16_from_f32(x);
         }
     }
+
+    #[inline(always)]
+    unsafe fn widen_chunk(src: &[bf16; CHUNK], _simd: bool) -> [f32; CHUNK] {
+        // A NaN may stay signalling: chunks feed arithmetic, whose NaN
+        // results come out quiet, and every rounding back quiets one.
+        src.map(bf16_widened)
+    }
+
+    #[inline(always)]
+    unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [bf16; CHUNK], _simd: bool) {
+        Self::narrow(&src, dst);
+    }
+}
+
+/// A bfloat16 as float32, its bits shifted (a NaN may stay signalling).
+#[inline(always)]
+fn bf16_widened(x: bf16) -> f32 {
+    f32::from_bits((x.to_bits() as u32) << 16)
 }
 
 /// `bf16::from_f32` (round to nearest even, NaN kept and made quiet)
@@ -103,6 +159,42 @@ pub(crate) fn bf16_round(b: u32) -> bf16 {
 mod f16c {
     use half::f16;
     use std::arch::x86_64::*;
+
+    /// [`NarrowSlice::widen_chunk`](super::NarrowSlice::widen_chunk) by
+    /// F16C: two conversions of 8 (one AVX-512 one, where the caller's
+    /// copy is AVX-512, after inlining).
+    ///
+    /// # Safety
+    /// The CPU has AVX and F16C.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen_chunk(src: &[f16; super::CHUNK]) -> [f32; super::CHUNK] {
+        let s = src.as_ptr().cast::<__m128i>();
+        // SAFETY: the chunk holds two vectors of 8; the results are 16 f32.
+        unsafe {
+            let (lo, hi) = (
+                _mm256_cvtph_ps(_mm_loadu_si128(s)),
+                _mm256_cvtph_ps(_mm_loadu_si128(s.add(1))),
+            );
+            std::mem::transmute::<[__m256; 2], [f32; super::CHUNK]>([lo, hi])
+        }
+    }
+
+    /// [`NarrowSlice::narrow_chunk`](super::NarrowSlice::narrow_chunk) by F16C.
+    ///
+    /// # Safety
+    /// The CPU has AVX and F16C.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn narrow_chunk(src: [f32; super::CHUNK], dst: &mut [f16; super::CHUNK]) {
+        // SAFETY: 16 f32 are two vectors of 8; the chunk holds two of 8 f16.
+        unsafe {
+            let [lo, hi] = std::mem::transmute::<[f32; super::CHUNK], [__m256; 2]>(src);
+            let d = dst.as_mut_ptr().cast::<__m128i>();
+            _mm_storeu_si128(d, cvt8(lo));
+            _mm_storeu_si128(d.add(1), cvt8(hi));
+        }
+    }
 
     /// float16 to float32, 8 at a time.
     ///
@@ -157,6 +249,43 @@ mod f16c {
         unsafe { widen(&src[body..], &mut dst[body..]) }
     }
 
+    /// 16 float32 rounded to float16 (nearest even) in registers.
+    ///
+    /// Inline assembly, because LLVM folds `_mm512_cvtps_ph` and the store
+    /// after it into the memory form of `vcvtps2ph`, which ran 1.5x (zmm)
+    /// to 2x (ymm) slower than this form and a store on the benchmark
+    /// machine's Zen 4 with the data in L1 (no different from L3).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,f16c")]
+    unsafe fn cvt16(v: __m512) -> __m256i {
+        let h: __m256i;
+        // SAFETY: a register-to-register conversion (the caller's CPU has it).
+        unsafe {
+            std::arch::asm!("vcvtps2ph {h}, {v}, 0", v = in(zmm_reg) v, h = out(ymm_reg) h,
+                options(pure, nomem, nostack, preserves_flags));
+        }
+        h
+    }
+
+    /// [`cvt16`] for 8 (F16C).
+    ///
+    /// # Safety
+    /// The CPU has F16C.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn cvt8(v: __m256) -> __m128i {
+        let h: __m128i;
+        // SAFETY: as in cvt16.
+        unsafe {
+            std::arch::asm!("vcvtps2ph {h}, {v}, 0", v = in(ymm_reg) v, h = out(xmm_reg) h,
+                options(pure, nomem, nostack, preserves_flags));
+        }
+        h
+    }
+
     /// [`narrow`] 16 at a time (AVX-512 F), the tail by [`narrow`].
     ///
     /// # Safety
@@ -168,7 +297,7 @@ mod f16c {
         for i in (0..body).step_by(16) {
             // SAFETY: elements i..i + 16 lie inside both slices.
             unsafe {
-                let v = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_loadu_ps(s.add(i)));
+                let v = cvt16(_mm512_loadu_ps(s.add(i)));
                 _mm256_storeu_si256(d.add(i).cast(), v);
             }
         }
@@ -188,7 +317,7 @@ mod f16c {
         while i + 8 <= n {
             // SAFETY: elements i..i + 8 lie inside both slices.
             unsafe {
-                let v = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(s.add(i)));
+                let v = cvt8(_mm256_loadu_ps(s.add(i)));
                 _mm_storeu_si128(d.add(i).cast(), v);
             }
             i += 8;

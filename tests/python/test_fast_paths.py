@@ -140,6 +140,33 @@ def test_long_loops_split_across_threads_match_torch(dtype):
         exact(db.from_dlpack(x.float()).to(getattr(db, dtype)), x.float().to(x.dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [15, 16, 17, 31, 33, 100])
+@pytest.mark.parametrize("start", [0, 1, 5])
+def test_half_float_chunks_match_torch_at_their_edges(dtype, n, start):
+    """float16/bfloat16 rows of dense operands run in register chunks of 16
+    with the rest through blocks (src/cpu/elementwise.rs, dense_chunks): at
+    lengths around a chunk, from unaligned starts, with a number, a
+    broadcast value and in place, the bits are torch's."""
+    x, y = sample(dtype, n + start, 3)[start:], sample(dtype, n + start, 4)[start:]
+    a, b = db.from_dlpack(x), db.from_dlpack(y)
+    exact(a + b, x + y)
+    exact(a / b, x / y)
+    exact(a * 3, x * 3)
+    exact(2 - a, 2 - x)
+    exact(a.maximum(b), x.maximum(y))
+    exact(a < b, x < y)
+    exact(a - b[:1], x - y[:1])
+    exact(-a, -x)
+    got, want = db.from_dlpack(x.clone()), x.clone()
+    got.add_(b)
+    want.add_(y)
+    exact(got, want)
+    got.mul_(0.5)
+    want.mul_(0.5)
+    exact(got, want)
+
+
 BASELINE_CHECK = r"""
 import hashlib, sys, torch, dlbridge as db
 sys.path.insert(0, {here!r})
