@@ -231,7 +231,6 @@ unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
 /// # Safety
 /// As for [`row_into`], with `pa`, `pb` and `o` contiguous over `len`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)] // one row's operands, as row_into's
 unsafe fn dense_chunks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     o: *mut O,
     (pa, va): (Option<*const T>, T::C),

@@ -165,8 +165,7 @@ mod f16c {
     use std::arch::x86_64::*;
 
     /// [`NarrowSlice::widen_chunk`](super::NarrowSlice::widen_chunk) by
-    /// F16C, 8 at a time (16, where the caller's copy is AVX-512, after
-    /// inlining).
+    /// F16C, 8 at a time.
     ///
     /// # Safety
     /// The CPU has AVX and F16C.
