@@ -226,13 +226,14 @@ macro_rules! half_width {
             fn narrow_slice(src: &[f32], dst: &mut [$t]) {
                 <$t as super::narrow::NarrowSlice>::narrow(src, dst)
             }
-            // SAFETY (both): the caller's promise, passed on.
             #[inline(always)]
             unsafe fn widen_chunk(src: &[$t; CHUNK], simd: bool) -> [f32; CHUNK] {
+                // SAFETY: the caller's promise about `simd`, passed on.
                 unsafe { <$t as NarrowSlice>::widen_chunk(src, simd) }
             }
             #[inline(always)]
             unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [$t; CHUNK], simd: bool) {
+                // SAFETY: the caller's promise about `simd`, passed on.
                 unsafe { <$t as NarrowSlice>::narrow_chunk(src, dst, simd) }
             }
         }
