@@ -137,11 +137,7 @@ pub(super) fn extreme_bits<T: Copy>(
         let at = xs.iter().position(|&x| bits(x) & 0x7fff > inf).unwrap_or(0);
         return (bits(xs[at]), at);
     }
-    let b = if key & 0x8000 != 0 {
-        key ^ 0x8000
-    } else {
-        !key
-    };
+    let b = key_bits(key);
     let zero = b & 0x7fff == 0;
     if !need_pos && !zero {
         return (b, usize::MAX);
@@ -157,6 +153,133 @@ pub(super) fn extreme_bits<T: Copy>(
     (bits(xs[at]), at)
 }
 
+/// float16 and bfloat16 as their bits.
+pub(super) trait HalfBits: Copy {
+    /// The bits of +infinity: a larger magnitude is a NaN.
+    const INF: u16;
+    fn bits(self) -> u16;
+    fn from_bits(b: u16) -> Self;
+}
+
+macro_rules! half_bits {
+    ($($t:ty),*) => {$(
+        impl HalfBits for $t {
+            const INF: u16 = <$t>::INFINITY.to_bits();
+            #[inline(always)]
+            fn bits(self) -> u16 { self.to_bits() }
+            #[inline(always)]
+            fn from_bits(b: u16) -> Self { <$t>::from_bits(b) }
+        }
+    )*};
+}
+half_bits!(half::f16, half::bf16);
+
+/// The order key of 16-bit float bits: positives with the sign bit set,
+/// negatives with every bit flipped, so keys order as the values do (a NaN
+/// sorts beyond an infinity of its sign).
+#[inline(always)]
+fn order_key(b: u16) -> u16 {
+    b ^ ((((b as i16) >> 15) as u16) | 0x8000)
+}
+
+/// The bits of an order key.
+#[inline(always)]
+fn key_bits(key: u16) -> u16 {
+    if key & 0x8000 != 0 {
+        key ^ 0x8000
+    } else {
+        !key
+    }
+}
+
+/// Running float16/bfloat16 winners down rows, values only, as
+/// [`extreme_values_row`] row after row but on order keys (as
+/// [`extreme_bits`]): a block of columns keeps its keys and largest
+/// magnitudes in registers, 32 to a vector, while every row passes (widened
+/// to float32 and compared there, a row at a time, `amax(dim=0)` ran 3x
+/// torch). A column whose winner is a NaN or a zero (the keys of the two
+/// zeros differ, their values do not) is scanned again for the first one.
+#[inline(always)]
+pub(super) fn extreme_rows_bits<T: HalfBits>(
+    best: &mut [T],
+    rows: &[T],
+    stride: usize,
+    count: usize,
+    max: bool,
+) {
+    let n = best.len();
+    let row = |r: usize, c0: usize, w: usize| &rows[r * stride + c0..][..w];
+    let mut block = |c0: usize, w: usize| {
+        let best = &mut best[c0..c0 + w];
+        match (max, w) {
+            (true, 64) => key_rows::<T, true, 64>(best, &row, c0, count),
+            (false, 64) => key_rows::<T, false, 64>(best, &row, c0, count),
+            (true, 16) => key_rows::<T, true, 16>(best, &row, c0, count),
+            (false, 16) => key_rows::<T, false, 16>(best, &row, c0, count),
+            (true, _) => key_rows::<T, true, 1>(best, &row, c0, count),
+            (false, _) => key_rows::<T, false, 1>(best, &row, c0, count),
+        }
+    };
+    let mut c0 = 0;
+    for w in [64, 16] {
+        while n - c0 >= w {
+            block(c0, w);
+            c0 += w;
+        }
+    }
+    if c0 < n {
+        // The last columns as one more block of 16 that overlaps the last
+        // one: a winner taken again from the same rows is the same winner.
+        if n >= 16 {
+            block(n - 16, 16)
+        } else {
+            (c0..n).for_each(|c| block(c, 1))
+        }
+    }
+}
+
+/// [`extreme_rows_bits`] for `W` columns from `c0` (`best` holds them).
+#[inline(always)]
+fn key_rows<'a, T: HalfBits + 'a, const MAX: bool, const W: usize>(
+    best: &mut [T],
+    row: &impl Fn(usize, usize, usize) -> &'a [T],
+    c0: usize,
+    count: usize,
+) {
+    let (bits, inf) = (T::bits, T::INF);
+    let pick = |a: u16, b: u16| if MAX { a.max(b) } else { a.min(b) };
+    let (mut k, mut m) = ([0u16; W], [0u16; W]);
+    for ((k, m), &b) in k.iter_mut().zip(m.iter_mut()).zip(best.iter()) {
+        (*k, *m) = (order_key(bits(b)), bits(b) & 0x7fff);
+    }
+    for r in 0..count {
+        let xs: &[T; W] = row(r, c0, W).try_into().expect("a row of the block");
+        for ((k, m), &x) in k.iter_mut().zip(m.iter_mut()).zip(xs) {
+            let b = bits(x);
+            *k = pick(*k, order_key(b));
+            *m = (*m).max(b & 0x7fff);
+        }
+    }
+    for (j, (o, (&k, &m))) in best.iter_mut().zip(k.iter().zip(&m)).enumerate() {
+        let b = key_bits(k);
+        if m <= inf && b & 0x7fff != 0 {
+            *o = T::from_bits(b);
+            continue;
+        }
+        // The first NaN, else the first zero, from the running winner on.
+        let first = |hit: &dyn Fn(u16) -> bool| {
+            let later = (0..count).map(|r| row(r, c0 + j, 1)[0]);
+            std::iter::once(*o).chain(later).find(|&x| hit(bits(x)))
+        };
+        *o = if m > inf {
+            first(&|b| b & 0x7fff > inf)
+        } else {
+            first(&|b| b & 0x7fff == 0)
+        }
+        .unwrap_or(*o);
+    }
+}
+
 /// The largest (`MAX`) or smallest order key of 16-bit float bits, and the
 /// largest magnitude, in 32 lanes of each.
 #[inline(always)]
@@ -164,13 +287,12 @@ fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u
     const L: usize = 32;
     let start = if MAX { 0 } else { u16::MAX };
     let pick = |a: u16, b: u16| if MAX { a.max(b) } else { a.min(b) };
-    let key = |b: u16| b ^ ((((b as i16) >> 15) as u16) | 0x8000);
     let (mut k, mut m) = ([start; L], [0u16; L]);
     let mut chunks = xs.chunks_exact(L);
     for c in &mut chunks {
         for ((k, m), &x) in k.iter_mut().zip(m.iter_mut()).zip(c) {
             let b = bits(x);
-            *k = pick(*k, key(b));
+            *k = pick(*k, order_key(b));
             *m = (*m).max(b & 0x7fff);
         }
     }
@@ -178,7 +300,7 @@ fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u
     // chunks (as `winner_lanes` does), `max()` float16 ran 4.8 -> 5.4 us.
     let tail = chunks.remainder().iter().fold((start, 0u16), |(k, m), &x| {
         let b = bits(x);
-        (pick(k, key(b)), m.max(b & 0x7fff))
+        (pick(k, order_key(b)), m.max(b & 0x7fff))
     });
     let k = k.iter().fold(tail.0, |a, &b| pick(a, b));
     let m = m.iter().fold(tail.1, |a, &b| a.max(b));

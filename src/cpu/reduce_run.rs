@@ -13,8 +13,8 @@
 
 use super::arith::Arith;
 use super::extreme::{
-    better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_scalar,
-    extreme_values_row, replaces,
+    better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_rows_bits,
+    extreme_scalar, extreme_values_row, replaces,
 };
 use super::narrow::NarrowSlice;
 use super::parallel::join;
@@ -633,8 +633,9 @@ macro_rules! half_kernel {
                     }
                 }
             }
-            // Rows through float32 buffers: two at a time, and winners
-            // selected in place (in registers they ran 2-4x slower).
+            // Sums add rows through float32 buffers, two at a time (their
+            // float64 accumulators in registers ran 2-4x slower); winners
+            // down rows go by order keys in registers (`extreme_rows_bits`).
             #[inline(always)]
             fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
                 let n = acc.len();
@@ -647,9 +648,7 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
-                let n = best.len();
-                // A call of the row kernel per row: inlined here, it ran 2-4x slower.
-                (0..count).for_each(|r| extreme_row::<Self>(best, &mut [], row_part(rows, stride, r, 0, n), 0, max));
+                extreme_rows_bits(best, rows, stride, count, max);
             }
             #[inline(always)]
             fn add_rows2(acc: &mut [f64], r0: &[Self], r1: &[Self]) {

@@ -355,3 +355,63 @@ def test_narrow_float_extremes_by_their_bits_match_float32(dtype):
             t = db.from_dlpack(zeros)
             for op in ("max", "min", "amax", "amin"):
                 assert bits16(getattr(t, op)()) == zeros[:1].view(torch.int16).item(), (n, first, op)
+
+
+def first_winner_bits(m: torch.Tensor, op: str) -> list:
+    """Per column of `m` (rows first), the bits of the first NaN, else of
+    the first element equal to the column's max or min (so a tie of the two
+    zeros keeps the earlier sign): the winner rule, written out."""
+    wide, bits = m.float(), m.view(torch.int16)
+    out = []
+    for j in range(m.shape[1]):
+        col = wide[:, j]
+        nan = torch.isnan(col)
+        if nan.any():
+            at = int(nan.int().argmax())
+        else:
+            w = col.max() if op == "amax" else col.min()
+            at = int((col == w).int().argmax())
+        out.append(bits[at, j].item())
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_float_extremes_down_rows_by_their_bits(dtype):
+    """amax/amin down rows of float16/bfloat16 (order keys in blocks of 64
+    and 16 columns, the last columns as a block overlapping the one before,
+    fewer than 16 one at a time): each column's bits equal the winner rule's,
+    with NaNs of both signs and different payloads, zeros of both signs in
+    either order, infinities, subnormals, one row and many, and a column
+    whose running winner starts as a NaN or a zero."""
+    g = torch.Generator().manual_seed(21)
+    dt = getattr(torch, dtype)
+    tiny = 2.0**-20 if dtype == "float16" else 2.0**-130
+    nan_bits = [0x7E00, 0xFE00, 0x7C01 if dtype == "float16" else 0x7F81, 0xFFFF]
+    for rows, cols in itertools.product((1, 2, 3, 41), (1, 7, 15, 16, 17, 63, 64, 65, 80, 130)):
+        m = torch.randn(rows, cols, generator=g) * torch.tensor([1.0, 1e3, tiny])[torch.randint(0, 3, (rows, cols), generator=g)]
+        m = m.to(dt)
+        bits = m.view(torch.int16)
+        for j in range(cols):
+            kind = j % 6
+            if kind == 0:  # NaNs with different payloads, later rows
+                for k, r in enumerate(range(j % rows, rows, 2)):
+                    bits[r, j] = torch.tensor(nan_bits[(j + k) % 4]).to(torch.int16)
+            elif kind == 1:  # zeros only, of both signs, in either order
+                bits[:, j] = 0
+                bits[(j // 6) % rows, j] = -0x8000
+            elif kind == 2:  # all negative with zeros: the zeros win a max
+                m[:, j] = -m[:, j].abs() - tiny
+                m[rows // 2, j] = 0.0 if j % 4 else -0.0
+                m[rows - 1, j] = -0.0 if j % 4 else 0.0
+            elif kind == 3:
+                m[(j // 6) % rows, j] = float("inf")
+                m[rows - 1, j] = float("-inf")
+        for view in (m, m.flip(1), m.flip(0)):
+            t = db.from_dlpack(view)
+            for op in ("amax", "amin"):
+                got = bits16(getattr(t, op)(0))
+                assert got == first_winner_bits(view, op), (rows, cols, op)
+        if rows > 1:  # 3-D: down the middle dimension of each slab
+            three = m.reshape(1, rows, cols).expand(2, rows, cols).contiguous()
+            got = bits16(db.from_dlpack(three).amax(1))
+            assert got == [first_winner_bits(m, "amax")] * 2, (rows, cols)
