@@ -332,33 +332,13 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
                 let (va, vb) = (value(pa, a), value(pb, b));
                 i = dense_chunks(o, (pa, va), (pb, vb), len, &f);
             }
-            let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); BLOCK];
-            let mut xb = xa;
-            let mut r = [R::zeroed(); BLOCK];
-            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
-                if uniform(src, s) {
-                    x.fill(load(src, 0));
-                }
-            }
-            while i < len {
-                let n = BLOCK.min(len - i);
-                for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
-                    match src {
-                        _ if uniform(src, s) => {}
-                        Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
-                        _ => (0..n).for_each(|j| x[j] = load(src, (i + j) as isize * s)),
-                    }
-                }
-                // Zipped slices: no bounds checks, so no scalar tail.
-                for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
-                    *r = f(x, y);
-                }
-                if so == 1 {
-                    O::put_slice(&r[..n], slice_mut(o.add(i), n));
-                } else {
-                    (0..n).for_each(|j| *o.offset((i + j) as isize * so) = O::put(r[j]));
-                }
-                i += n;
+            // A dense row's tail (shorter than a chunk) through buffers of
+            // a chunk: zeroing three of BLOCK per row cost more than a
+            // 300-element row's arithmetic (float16 `m + m[0]`, 300x300).
+            if len - i <= CHUNK {
+                blocks::<T, R, O, CHUNK>(o, a, b, [so, sa, sb], i, len, &f);
+            } else {
+                blocks::<T, R, O, BLOCK>(o, a, b, [so, sa, sb], i, len, &f);
             }
             return;
         }
@@ -386,6 +366,56 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
                     *o.offset(i * so) = O::put(f(load(a, i * sa), load(b, i * sb)));
                 }
             }
+        }
+    }
+}
+
+/// The rest of a float16/bfloat16 row from `i`, through buffers of `N`
+/// elements of the compute type (an operand with one value fills its
+/// buffer once): one rounding per element.
+///
+/// # Safety
+/// As for [`row_into`].
+#[inline(always)]
+unsafe fn blocks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const N: usize>(
+    o: *mut O,
+    a: Src<T>,
+    b: Src<T>,
+    [so, sa, sb]: [isize; 3],
+    mut i: usize,
+    len: usize,
+    f: &impl Fn(T::C, T::C) -> R,
+) {
+    let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
+    // SAFETY (whole body): the caller's promise on every pointer and length.
+    unsafe {
+        let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); N];
+        let mut xb = xa;
+        let mut r = [R::zeroed(); N];
+        for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
+            if uniform(src, s) {
+                x.fill(load(src, 0));
+            }
+        }
+        while i < len {
+            let n = N.min(len - i);
+            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
+                match src {
+                    _ if uniform(src, s) => {}
+                    Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
+                    _ => (0..n).for_each(|j| x[j] = load(src, (i + j) as isize * s)),
+                }
+            }
+            // Zipped slices: no bounds checks, so no scalar tail.
+            for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
+                *r = f(x, y);
+            }
+            if so == 1 {
+                O::put_slice(&r[..n], slice_mut(o.add(i), n));
+            } else {
+                (0..n).for_each(|j| *o.offset((i + j) as isize * so) = O::put(r[j]));
+            }
+            i += n;
         }
     }
 }

@@ -159,6 +159,11 @@ def test_half_float_chunks_match_torch_at_their_edges(dtype, n, start):
     exact(a - b[:1], x - y[:1])
     exact(-a, -x)
     exact(a.exp(), x.exp(), ulp=True)
+    # strided operands (buffers of a chunk or of a block, by the length
+    # left), and rows of a 2-D broadcast (each row's tail through a chunk)
+    exact(a[::2] + b[::2], x[::2] + y[::2])
+    exact(a[::3] * b[::3], x[::3] * y[::3])
+    exact(a.reshape(1, n) + b[:3].reshape(3, 1), x.reshape(1, n) + y[:3].reshape(3, 1))
     got, want = db.from_dlpack(x.clone()), x.clone()
     got.add_(b)
     want.add_(y)
