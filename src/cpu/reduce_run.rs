@@ -589,6 +589,40 @@ fn widened_short_sum<T: NarrowSlice>(xs: &[T], buf: &mut [f32]) -> f64 {
     lanes_f64(buf, |x| x as f64)
 }
 
+/// [`Kernel::extreme_row`] for float16/bfloat16 through float32 buffers of
+/// `N` columns.
+#[inline(always)]
+fn widened_extreme_row<T: NarrowSlice, const N: usize>(
+    best: &mut [T],
+    at: &mut [i64],
+    row: &[T],
+    r: i64,
+    max: bool,
+) {
+    // Both widened to float32 (exact) and compared there; the
+    // winners are copied as they were (a select per column).
+    let (mut b32, mut x32) = ([0f32; N], [0f32; N]);
+    let take = |b: f32, x: f32| replaces(b, x, max);
+    for (k, (best, row)) in best.chunks_mut(N).zip(row.chunks(N)).enumerate() {
+        let n = row.len();
+        let (b32, x32) = (&mut b32[..n], &mut x32[..n]);
+        T::widen(best, b32);
+        T::widen(row, x32);
+        let pairs = best.iter_mut().zip(row).zip(b32.iter().zip(x32.iter()));
+        if at.is_empty() {
+            for ((o, &x), (&b, &x32)) in pairs {
+                *o = if take(b, x32) { x } else { *o };
+            }
+        } else {
+            for (((o, &x), (&b, &x32)), i) in pairs.zip(&mut at[k * N..k * N + n]) {
+                let t = take(b, x32);
+                *o = if t { x } else { *o };
+                *i = if t { r } else { *i };
+            }
+        }
+    }
+}
+
 /// float16 and bfloat16: widened to float32 a block at a time.
 macro_rules! half_kernel {
     ($($t:ty),*) => {$(
@@ -693,27 +727,13 @@ macro_rules! half_kernel {
             }
             #[inline(always)]
             fn extreme_row(best: &mut [Self], at: &mut [i64], row: &[Self], r: i64, max: bool) {
-                // Both widened to float32 (exact) and compared there; the
-                // winners are copied as they were (a select per column).
-                let (mut b32, mut x32) = ([0f32; HALF_BLOCK], [0f32; HALF_BLOCK]);
-                let take = |b: f32, x: f32| replaces(b, x, max);
-                for (k, (best, row)) in best.chunks_mut(HALF_BLOCK).zip(row.chunks(HALF_BLOCK)).enumerate() {
-                    let n = row.len();
-                    let (b32, x32) = (&mut b32[..n], &mut x32[..n]);
-                    <$t as NarrowSlice>::widen(best, b32);
-                    <$t as NarrowSlice>::widen(row, x32);
-                    let pairs = best.iter_mut().zip(row).zip(b32.iter().zip(x32.iter()));
-                    if at.is_empty() {
-                        for ((o, &x), (&b, &x32)) in pairs {
-                            *o = if take(b, x32) { x } else { *o };
-                        }
-                    } else {
-                        for (((o, &x), (&b, &x32)), i) in pairs.zip(&mut at[k * HALF_BLOCK..k * HALF_BLOCK + n]) {
-                            let t = take(b, x32);
-                            *o = if t { x } else { *o };
-                            *i = if t { r } else { *i };
-                        }
-                    }
+                // Buffers sized to the row: zeroing two of HALF_BLOCK per
+                // call cost more than a 40-column row's compares
+                // (`max(dim=1)` 40x20x40).
+                if row.len() <= ROW_BLOCK {
+                    widened_extreme_row::<Self, ROW_BLOCK>(best, at, row, r, max)
+                } else {
+                    widened_extreme_row::<Self, HALF_BLOCK>(best, at, row, r, max)
                 }
             }
         }

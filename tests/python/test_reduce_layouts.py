@@ -361,6 +361,11 @@ def first_winner_bits(m: torch.Tensor, op: str) -> list:
     """Per column of `m` (rows first), the bits of the first NaN, else of
     the first element equal to the column's max or min (so a tie of the two
     zeros keeps the earlier sign): the winner rule, written out."""
+    return [b for b, _ in first_winners(m, op)]
+
+
+def first_winners(m: torch.Tensor, op: str) -> list:
+    """(bits, row) of each column's winner, as `first_winner_bits`."""
     wide, bits = m.float(), m.view(torch.int16)
     out = []
     for j in range(m.shape[1]):
@@ -371,7 +376,7 @@ def first_winner_bits(m: torch.Tensor, op: str) -> list:
         else:
             w = col.max() if op == "amax" else col.min()
             at = int((col == w).int().argmax())
-        out.append(bits[at, j].item())
+        out.append((bits[at, j].item(), at))
     return out
 
 
@@ -379,7 +384,9 @@ def first_winner_bits(m: torch.Tensor, op: str) -> list:
 def test_narrow_float_extremes_down_rows_by_their_bits(dtype):
     """amax/amin down rows of float16/bfloat16 (order keys in blocks of 64
     and 16 columns, the last columns as a block overlapping the one before,
-    fewer than 16 one at a time): each column's bits equal the winner rule's,
+    fewer than 16 one at a time), and max/min with positions (float32
+    buffers of 64 or 256 columns): each column's bits and row are the
+    winner rule's,
     with NaNs of both signs and different payloads, zeros of both signs in
     either order, infinities, subnormals, one row and many, and a column
     whose running winner starts as a NaN or a zero."""
@@ -411,6 +418,10 @@ def test_narrow_float_extremes_down_rows_by_their_bits(dtype):
             for op in ("amax", "amin"):
                 got = bits16(getattr(t, op)(0))
                 assert got == first_winner_bits(view, op), (rows, cols, op)
+                # with positions: row by row through float32 buffers
+                values, idx = getattr(t, op[1:])(0)
+                got = list(zip(bits16(values), torch.from_dlpack(idx).tolist()))
+                assert got == first_winners(view, op), (rows, cols, op)
         if rows > 1:  # 3-D: down the middle dimension of each slab
             three = m.reshape(1, rows, cols).expand(2, rows, cols).contiguous()
             got = bits16(db.from_dlpack(three).amax(1))
