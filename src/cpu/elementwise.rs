@@ -311,9 +311,6 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     unsafe {
         if T::WIDE {
             // Blocks through the compute type: one rounding per element.
-            // An operand with one value (a number, or stride 0) fills its
-            // block once.
-            let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
             let mut i = 0;
             if so == 1
                 && [(a, sa), (b, sb)]
@@ -335,10 +332,11 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
             // A dense row's tail (shorter than a chunk) through buffers of
             // a chunk: zeroing three of BLOCK per row cost more than a
             // 300-element row's arithmetic (float16 `m + m[0]`, 300x300).
-            if len - i <= CHUNK {
-                blocks::<T, R, O, CHUNK>(o, a, b, [so, sa, sb], i, len, &f);
-            } else {
-                blocks::<T, R, O, BLOCK>(o, a, b, [so, sa, sb], i, len, &f);
+            // A row done in chunks sets up no buffers.
+            match len - i {
+                0 => {}
+                n if n <= CHUNK => blocks::<T, R, O, CHUNK>(o, a, b, [so, sa, sb], i, len, &f),
+                _ => blocks::<T, R, O, BLOCK>(o, a, b, [so, sa, sb], i, len, &f),
             }
             return;
         }
@@ -370,6 +368,13 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
     }
 }
 
+/// Whether an operand is one value (a number, or stride 0): its buffer is
+/// filled once, and a dense row may have it.
+#[inline(always)]
+fn uniform<T: Arith>(src: Src<T>, s: isize) -> bool {
+    matches!(src, Src::Value(_)) || s == 0
+}
+
 /// The rest of a float16/bfloat16 row from `i`, through buffers of `N`
 /// elements of the compute type (an operand with one value fills its
 /// buffer once): one rounding per element.
@@ -386,7 +391,6 @@ unsafe fn blocks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const N: us
     len: usize,
     f: &impl Fn(T::C, T::C) -> R,
 ) {
-    let uniform = |src, s| matches!(src, Src::Value(_)) || s == 0;
     // SAFETY (whole body): the caller's promise on every pointer and length.
     unsafe {
         let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); N];

@@ -113,25 +113,20 @@ pub(super) fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T
     (xs[at], at)
 }
 
-/// The winner of a non-empty float16/bfloat16 run, by its bits (`inf`:
-/// those of +infinity), without widening: keys that order as the values do
+/// The winner of a non-empty float16/bfloat16 run, by its bits, without
+/// widening: keys that order as the values do
 /// (positives with the sign bit set, negatives with every bit flipped), whose
 /// max or min vectorises 32 to a vector, and the largest magnitude, above
-/// `inf` only for a NaN. Then, as [`extreme_lanes`], a scan for the first
+/// [`HalfBits::INF`] only for a NaN. Then, as [`extreme_lanes`], a scan for the first
 /// NaN, or for the winner's first position where that (or a zero's sign)
 /// matters: the two zeros have different keys but are equal.
 #[inline(always)]
-pub(super) fn extreme_bits<T: Copy>(
-    xs: &[T],
-    bits: impl Fn(T) -> u16,
-    inf: u16,
-    max: bool,
-    need_pos: bool,
-) -> (u16, usize) {
+pub(super) fn extreme_bits<T: HalfBits>(xs: &[T], max: bool, need_pos: bool) -> (u16, usize) {
+    let (bits, inf) = (T::bits, T::INF);
     let (key, mag) = if max {
-        key_lanes::<T, true>(xs, &bits)
+        key_lanes::<T, true>(xs)
     } else {
-        key_lanes::<T, false>(xs, &bits)
+        key_lanes::<T, false>(xs)
     };
     if mag > inf {
         let at = xs.iter().position(|&x| bits(x) & 0x7fff > inf).unwrap_or(0);
@@ -283,7 +278,8 @@ fn key_rows<'a, T: HalfBits + 'a, const MAX: bool, const W: usize>(
 /// The largest (`MAX`) or smallest order key of 16-bit float bits, and the
 /// largest magnitude, in 32 lanes of each.
 #[inline(always)]
-fn key_lanes<T: Copy, const MAX: bool>(xs: &[T], bits: &impl Fn(T) -> u16) -> (u16, u16) {
+fn key_lanes<T: HalfBits, const MAX: bool>(xs: &[T]) -> (u16, u16) {
+    let bits = T::bits;
     const L: usize = 32;
     let start = if MAX { 0 } else { u16::MAX };
     let pick = |a: u16, b: u16| if MAX { a.max(b) } else { a.min(b) };

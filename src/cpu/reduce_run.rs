@@ -711,7 +711,7 @@ macro_rules! half_kernel {
                 // its block still in cache).
                 let mut best: Option<(Self, usize)> = None;
                 for (k, chunk) in xs.chunks(BITS_BLOCK).enumerate() {
-                    let (b, at) = extreme_bits(chunk, |x: $t| x.to_bits(), <$t>::INFINITY.to_bits(), max, need_pos);
+                    let (b, at) = extreme_bits(chunk, max, need_pos);
                     let at = if at == usize::MAX { at } else { k * BITS_BLOCK + at };
                     let cand = (<$t>::from_bits(b), at);
                     if cand.0.is_nan() {
