@@ -2,21 +2,23 @@
 //! per element type: the loops `reduce.rs` drives.
 //!
 //! Float64 sums are NumPy's pairwise summation, step for step (the same
-//! bits). Other sums are pairwise too, with the error bound of NumPy's: leaves of
-//! [`LEAF`] elements summed in [`LANES`] independent accumulators (16
-//! additions each, as NumPy's 8 accumulators over blocks of 128), lanes
-//! and leaves combined by halving, so the error grows with `log n`. Floats
-//! accumulate in float64 (float16 and bfloat16 are widened to float32 a
-//! block at a time, F16C where the CPU has it: `narrow.rs`), integers and
-//! bools in wrapping int64, complex numbers in complex128. The lanes are
-//! plain arrays the compiler vectorises.
+//! bits). Float32, float16 and bfloat16 sums add in float32 lanes (64
+//! independent accumulators on a long run), each lane handing its sum to a
+//! float64 lane every [`F32_ADDS`] chunks, so a lane's sum rounds at most 7
+//! times and the rest adds in float64: within the error bound of NumPy's
+//! pairwise float32 sum (8 accumulators rounding 15 times each, then a
+//! float32 tree), at nearly the cost of torch's float32 accumulation.
+//! float16 and bfloat16 are widened to float32 in the loop (F16C where the
+//! CPU has it: `narrow.rs`). Integers and bools sum in wrapping int64,
+//! complex numbers in complex128 over leaves of [`LEAF`] added pairwise.
+//! The lanes are plain arrays the compiler vectorises.
 
 use super::arith::Arith;
 use super::extreme::{
     better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_rows_bits,
     extreme_scalar, extreme_values_row, replaces,
 };
-use super::narrow::NarrowSlice;
+use super::narrow::{CHUNK, NarrowSlice};
 use super::parallel::join;
 use crate::Scalar;
 use half::{bf16, f16};
@@ -119,7 +121,8 @@ pub(crate) trait Kernel: Arith {
     /// aligned most: `amax(dim=1)` float32 200x100x200, 3.6 against 1.7 ms).
     #[cfg_attr(miri, allow(dead_code))]
     const AVX512_EXTREME_ROWS: bool = true;
-    /// The sum of at most [`LEAF`] elements.
+    /// The sum of at most [`LEAF`] elements (of any number, for the
+    /// types summed in float32 lanes).
     fn leaf_sum(xs: &[Self]) -> Self::A;
     /// `out[i]` = the sum of `runs[i]`, each shorter than [`SHORT_RUN`].
     #[inline(always)]
@@ -221,6 +224,62 @@ fn add_rows_in_registers<T: Kernel>(acc: &mut [T::A], rows: &[T], stride: usize,
         let n = block.len();
         (0..count).for_each(|r| T::add_row(block, row_part(rows, stride, r, c0, n)));
     });
+}
+
+/// [`Kernel::add_rows`] for float32: a block of columns at a time in
+/// registers, each column's rows added in float32 [`F32_ADDS`] at a time,
+/// then into its float64 accumulator (every row in float64 cost 1.5-3x
+/// torch's column sums).
+#[inline(always)]
+fn add_rows_f32(acc: &mut [f64], rows: &[f32], stride: usize, count: usize) {
+    in_column_blocks(acc, |c0, block| {
+        let n = block.len();
+        for r0 in (0..count).step_by(F32_ADDS) {
+            let mut sums = [0f32; COLUMNS[0]];
+            let sums = &mut sums[..n];
+            for r in r0..count.min(r0 + F32_ADDS) {
+                let row = row_part(rows, stride, r, c0, n);
+                sums.iter_mut().zip(row).for_each(|(s, &x)| *s += x);
+            }
+            block.iter_mut().zip(sums.iter()).for_each(|(a, &s)| *a += f64::from(s));
+        }
+    });
+}
+
+/// [`add_rows_f32`] for float16/bfloat16: blocks of a chunk of columns
+/// widened by value in registers, the last columns (fewer than a chunk)
+/// through one buffer a row (blocks of 16 and 4 columns cost a widening
+/// call each per row: `sum(dim=1)` float16 200x100x200 ran 8x torch's).
+#[inline(always)]
+fn add_half_rows<T: NarrowSlice>(acc: &mut [f64], rows: &[T], stride: usize, count: usize) {
+    let simd = super::isa::avx2();
+    let n = acc.len();
+    let full = n - n % CHUNK;
+    let add = |acc: &mut [f64], sums: &[f32]| {
+        acc.iter_mut().zip(sums).for_each(|(a, &s)| *a += f64::from(s));
+    };
+    for r0 in (0..count).step_by(F32_ADDS) {
+        let group = r0..count.min(r0 + F32_ADDS);
+        for c0 in (0..full).step_by(CHUNK) {
+            let mut sums = [0f32; CHUNK];
+            for r in group.clone() {
+                let part = row_part(rows, stride, r, c0, CHUNK).try_into().expect("chunk");
+                // SAFETY: `simd` is `isa::avx2()`.
+                let wide = unsafe { T::widen_chunk(part, simd) };
+                sums.iter_mut().zip(wide).for_each(|(s, x)| *s += x);
+            }
+            add(&mut acc[c0..c0 + CHUNK], &sums);
+        }
+        if full < n {
+            let (mut sums, mut buf) = ([0f32; CHUNK], [0f32; CHUNK]);
+            let (sums, buf) = (&mut sums[..n - full], &mut buf[..n - full]);
+            for r in group {
+                T::widen(row_part(rows, stride, r, full, n - full), buf);
+                sums.iter_mut().zip(buf.iter()).for_each(|(s, &x)| *s += x);
+            }
+            add(&mut acc[full..], sums);
+        }
+    }
 }
 
 /// [`Kernel::extreme_rows`] a block of columns at a time, the winners in
@@ -401,6 +460,63 @@ fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
     }
 }
 
+/// Chunks a float32 lane adds before its float64 lane takes the sum: each
+/// lane's sum rounds at most 7 times (NumPy's float32 accumulators round
+/// 15 times over a block of 128, then its float32 tree rounds again).
+const F32_ADDS: usize = 8;
+
+/// The sum of a run in float32 lanes, as many as the run fills (as
+/// [`lanes_f64`]), flushed to float64 lanes every [`F32_ADDS`] chunks: the
+/// error of NumPy's pairwise float32 sum at most, at nearly the cost of
+/// float32 additions (accumulating every element in float64 cost 2-3x
+/// torch's float32 sums).
+#[inline(always)]
+fn lanes_f32<X: Copy>(xs: &[X], f: impl Fn(X) -> f32) -> f64 {
+    if xs.len() < 64 {
+        lanes_f32_n::<4, X>(xs, |c| c.map(&f), &f)
+    } else if xs.len() < SHORT_RUN {
+        lanes_f32_n::<16, X>(xs, |c| c.map(&f), &f)
+    } else {
+        lanes_f32_n::<LANES, X>(xs, |c| c.map(&f), &f)
+    }
+}
+
+/// `L` float32 lanes over chunks of `L` (`chunk` widens one), flushed to
+/// float64 lanes every [`F32_ADDS`] chunks; the lanes added as a tree,
+/// then the tail (`one` widens an element).
+#[inline(always)]
+fn lanes_f32_n<const L: usize, X: Copy>(
+    xs: &[X],
+    chunk: impl Fn([X; L]) -> [f32; L],
+    one: impl Fn(X) -> f32,
+) -> f64 {
+    let body = xs.len() - xs.len() % L;
+    let mut wide = [0.0f64; L];
+    for block in xs[..body].chunks(F32_ADDS * L) {
+        let mut acc = [0.0f32; L];
+        for c in block.chunks_exact(L) {
+            let values = chunk(c.try_into().expect("chunk"));
+            acc.iter_mut().zip(values).for_each(|(a, x)| *a += x);
+        }
+        wide.iter_mut().zip(acc).for_each(|(w, a)| *w += f64::from(a));
+    }
+    lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(one(x)))
+}
+
+/// [`Kernel::pairwise`] of the types summed in float32 lanes: a run in one
+/// pass of lanes (their float64 lanes take a long run's growth), halves on
+/// two threads past [`PARALLEL_MIN`], cut at a length that depends on the
+/// run only, so the bits do not depend on the threads.
+fn f32_halves<T: Kernel>(xs: &[T]) -> T::A {
+    if xs.len() < PARALLEL_MIN {
+        return leaf_sum(xs);
+    }
+    let mid = xs.len() / 2 / (F32_ADDS * LANES) * (F32_ADDS * LANES);
+    let (l, r) = xs.split_at(mid);
+    let (a, b) = join(|| f32_halves::<T>(l), || f32_halves::<T>(r));
+    a.plus(b)
+}
+
 /// `L` accumulators over chunks of `L`, the lanes added as a tree, then
 /// the tail.
 #[inline(always)]
@@ -414,11 +530,11 @@ fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
 /// by value: through a `&mut`, inlined into a loop over runs, they stayed
 /// in memory (a load and a store per chunk).
 #[inline(always)]
-fn lanes_add<const L: usize, X: Copy>(
-    mut acc: [f64; L],
+fn lanes_add<const L: usize, X: Copy, A: Copy + std::ops::AddAssign>(
+    mut acc: [A; L],
     xs: &[X],
-    f: impl Fn(X) -> f64,
-) -> [f64; L] {
+    f: impl Fn(X) -> A,
+) -> [A; L] {
     for c in xs.chunks_exact(L) {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += f(x);
@@ -517,7 +633,10 @@ impl Kernel for f32 {
     const AVX512_EXTREME_ROWS: bool = false;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
-        lanes_f64(xs, |x| x as f64)
+        lanes_f32(xs, |x| x)
+    }
+    fn pairwise(xs: &[Self]) -> f64 {
+        f32_halves(xs)
     }
     #[inline(always)]
     fn add_row(acc: &mut [f64], row: &[Self]) {
@@ -530,6 +649,10 @@ impl Kernel for f32 {
         for ((a, &x), &y) in acc.iter_mut().zip(r0).zip(r1) {
             *a = *a + x as f64 + y as f64;
         }
+    }
+    #[inline(always)]
+    fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
+        add_rows_f32(acc, rows, stride, count)
     }
     #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
@@ -569,9 +692,12 @@ impl Kernel for f64 {
     }
 }
 
-/// Elements of a float16/bfloat16 leaf widened at a time (a multiple of
-/// [`LANES`]).
+/// Columns of a float16/bfloat16 row widened at a time for winners with
+/// positions (a long row).
 const HALF_BLOCK: usize = 256;
+
+// A leaf's chunk of float16/bfloat16 fills its float32 lanes.
+const _: () = assert!(CHUNK == LANES);
 
 /// float16/bfloat16 elements whose winner [`extreme_bits`] finds a call.
 const BITS_BLOCK: usize = 4096;
@@ -586,7 +712,7 @@ const ROW_BLOCK: usize = 64;
 fn widened_short_sum<T: NarrowSlice>(xs: &[T], buf: &mut [f32]) -> f64 {
     let buf = &mut buf[..xs.len()];
     T::widen(xs, buf);
-    lanes_f64(buf, |x| x as f64)
+    lanes_f32(buf, |x| x)
 }
 
 /// [`Kernel::extreme_row`] for float16/bfloat16 through float32 buffers of
@@ -632,24 +758,20 @@ macro_rules! half_kernel {
             fn leaf_sum(xs: &[Self]) -> f64 {
                 if let Some(widen) = <$t as NarrowSlice>::WIDEN_ONE {
                     // Widened in the loop itself, without a buffer.
-                    return lanes_f64(xs, |x| widen(x) as f64);
+                    return lanes_f32(xs, widen);
                 }
-                // Widened a block at a time into the lanes lanes_f64 would
-                // use, in its order (so one buffer of a quarter leaf).
-                let mut buf = [0f32; HALF_BLOCK];
                 if xs.len() < SHORT_RUN {
-                    return widened_short_sum(xs, &mut buf);
+                    return widened_short_sum(xs, &mut [0f32; SHORT_RUN]);
                 }
-                let mut acc = [0.0f64; LANES];
-                let body = xs.len() - xs.len() % LANES;
-                for part in xs[..body].chunks(HALF_BLOCK) {
-                    let buf = &mut buf[..part.len()];
-                    <$t as NarrowSlice>::widen(part, buf);
-                    acc = lanes_add(acc, buf, |x| x as f64);
-                }
-                let tail = &mut buf[..xs.len() - body];
-                <$t as NarrowSlice>::widen(&xs[body..], tail);
-                lanes_total(acc) + lanes_tail(tail, |x| x as f64)
+                // A chunk (as many elements as lanes) widened at a time, by
+                // value.
+                let simd = super::isa::avx2();
+                // SAFETY: `simd` is `isa::avx2()`.
+                let chunk = |c: [Self; CHUNK]| unsafe { <$t as NarrowSlice>::widen_chunk(&c, simd) };
+                lanes_f32_n::<LANES, Self>(xs, chunk, |x| x.to_f32())
+            }
+            fn pairwise(xs: &[Self]) -> f64 {
+                f32_halves(xs)
             }
             #[inline(always)]
             fn short_sums(runs: &[&[Self]], out: &mut [f64]) {
@@ -675,18 +797,12 @@ macro_rules! half_kernel {
                     }
                 }
             }
-            // Sums add rows through float32 buffers, two at a time (their
-            // float64 accumulators in registers ran 2-4x slower); winners
-            // down rows go by order keys in registers (`extreme_rows_bits`).
+            // Sums add rows in float32 sums of chunks in registers
+            // (`add_half_rows`); winners down rows go by order keys in
+            // registers (`extreme_rows_bits`).
             #[inline(always)]
             fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
-                let n = acc.len();
-                for r in (0..count - count % 2).step_by(2) {
-                    Self::add_rows2(acc, row_part(rows, stride, r, 0, n), row_part(rows, stride, r + 1, 0, n));
-                }
-                if count % 2 == 1 {
-                    Self::add_row(acc, row_part(rows, stride, count - 1, 0, n));
-                }
+                add_half_rows(acc, rows, stride, count)
             }
             #[inline(always)]
             fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
@@ -765,11 +881,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pairwise_sum_of_tenths_is_exact_in_f32() {
+    fn float32_sums_of_tenths_stay_within_the_lanes_bound() {
         // Long enough to split across threads, shorter under Miri.
         let xs = vec![0.1f32; if cfg!(miri) { 3_001 } else { 1_000_003 }];
         let exact = 0.1f32 as f64 * xs.len() as f64;
-        assert_eq!(sum_run(&xs) as f32, exact as f32);
+        // A float32 lane rounds at most F32_ADDS - 1 times (half an ulp
+        // each); float64 adds the rest. One float32 accumulator would err
+        // by about 1% here.
+        let bound = (F32_ADDS - 1) as f64 * 2f64.powi(-24) * exact * 1.001;
+        assert!((sum_run(&xs) - exact).abs() <= bound);
     }
 
     #[test]
