@@ -15,6 +15,7 @@
 //! contiguous runs. Work past [`PARALLEL_MIN`] elements is spread over
 //! threads.
 
+use super::cast::cast_contiguous;
 use super::copy::materialize;
 use super::extreme::better_of;
 use super::parallel::{for_each, threads};
@@ -90,6 +91,11 @@ impl Sink {
     /// more than the sum of a short run).
     fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
         let averaging = self.op == ReduceOp::Mean;
+        if let Some(wide) = A::as_f64s(sums) {
+            if self.put_float_sums(first, wide, averaging) {
+                return;
+            }
+        }
         with_element!(self.dtype, O => {
             // SAFETY: `out` holds the output's elements of O; these indices
             // are below its numel, and each is written by one thread.
@@ -100,6 +106,61 @@ impl Sink {
                 unsafe { out.add(j).write(O::from_scalar(v)) }
             }
         })
+    }
+
+    /// [`put_sums`](Self::put_sums) of float64 accumulators into a float
+    /// output, a batch at a time (a `Scalar` per output cost as much as a
+    /// 200-element run's sum): the cast rounds as `from_scalar` does, bit
+    /// for bit (`cast.rs` tests it), and a mean divides in the compute
+    /// type as [`mean`] does. False (nothing written) for other outputs.
+    fn put_float_sums(&self, first: usize, sums: &[f64], averaging: bool) -> bool {
+        let (dtype, n) = (self.dtype, self.n);
+        if !matches!(dtype, DType::F64 | DType::F32 | DType::F16 | DType::BF16) {
+            return false;
+        }
+        // Output `first` of the fresh contiguous output, which holds
+        // `sums.len()` more of `dtype`, written by this thread only.
+        let dst = (self.out + first * dtype.size()) as *mut u8;
+        let cast = |from: DType, src: *const u8, at: usize, len: usize| {
+            // SAFETY: `src` holds `len` elements of `from` (`sums` or a
+            // buffer), and `at + len` outputs from `dst` are ours (above).
+            unsafe { cast_contiguous(from, dtype, src, dst.add(at * dtype.size()), len) }
+        };
+        let out_of = |len: usize| {
+            // SAFETY: `len` outputs from `dst` are ours (above); called for
+            // a float64 output only.
+            unsafe { std::slice::from_raw_parts_mut(dst as *mut f64, len) }
+        };
+        match (averaging, dtype.compute_dtype()) {
+            (false, _) if dtype == DType::F64 => out_of(sums.len()).copy_from_slice(sums),
+            (false, _) => return cast(DType::F64, sums.as_ptr().cast(), 0, sums.len()),
+            (true, DType::F64) if dtype == DType::F64 => {
+                let out = out_of(sums.len());
+                out.iter_mut()
+                    .zip(sums)
+                    .for_each(|(o, &s)| *o = s / n as f64);
+            }
+            (true, DType::F32) => {
+                let mut buf = [0f32; 64];
+                for (k, part) in sums.chunks(buf.len()).enumerate() {
+                    let q = &mut buf[..part.len()];
+                    q.iter_mut()
+                        .zip(part)
+                        .for_each(|(q, &s)| *q = s as f32 / n as f32);
+                    if dtype == DType::F32 {
+                        // SAFETY: outputs `k * 64..` (`q.len()` of them) of
+                        // the float32 output are ours (above).
+                        let out = unsafe { (dst as *mut f32).add(k * 64) };
+                        // SAFETY: as above; `q` is a local buffer.
+                        unsafe { out.copy_from_nonoverlapping(q.as_ptr(), q.len()) };
+                    } else if !cast(DType::F32, q.as_ptr().cast(), k * 64, q.len()) {
+                        return false;
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// Outputs `first..first + values.len()` and, when indices are wanted,

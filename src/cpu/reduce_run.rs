@@ -40,6 +40,12 @@ pub(crate) trait Acc: Copy + Send + Sync {
     const ZERO: Self;
     fn plus(self, other: Self) -> Self;
     fn scalar(self) -> Scalar;
+    /// The accumulators as float64s, where they are (for a vectorised cast
+    /// of a batch of sums to the output dtype).
+    fn as_f64s(sums: &[Self]) -> Option<&[f64]> {
+        let _ = sums;
+        None
+    }
 }
 
 impl Acc for f64 {
@@ -50,6 +56,9 @@ impl Acc for f64 {
     }
     fn scalar(self) -> Scalar {
         Scalar::Float(self)
+    }
+    fn as_f64s(sums: &[Self]) -> Option<&[f64]> {
+        Some(sums)
     }
 }
 
@@ -241,7 +250,10 @@ fn add_rows_f32(acc: &mut [f64], rows: &[f32], stride: usize, count: usize) {
                 let row = row_part(rows, stride, r, c0, n);
                 sums.iter_mut().zip(row).for_each(|(s, &x)| *s += x);
             }
-            block.iter_mut().zip(sums.iter()).for_each(|(a, &s)| *a += f64::from(s));
+            block
+                .iter_mut()
+                .zip(sums.iter())
+                .for_each(|(a, &s)| *a += f64::from(s));
         }
     });
 }
@@ -256,14 +268,18 @@ fn add_half_rows<T: NarrowSlice>(acc: &mut [f64], rows: &[T], stride: usize, cou
     let n = acc.len();
     let full = n - n % CHUNK;
     let add = |acc: &mut [f64], sums: &[f32]| {
-        acc.iter_mut().zip(sums).for_each(|(a, &s)| *a += f64::from(s));
+        acc.iter_mut()
+            .zip(sums)
+            .for_each(|(a, &s)| *a += f64::from(s));
     };
     for r0 in (0..count).step_by(F32_ADDS) {
         let group = r0..count.min(r0 + F32_ADDS);
         for c0 in (0..full).step_by(CHUNK) {
             let mut sums = [0f32; CHUNK];
             for r in group.clone() {
-                let part = row_part(rows, stride, r, c0, CHUNK).try_into().expect("chunk");
+                let part = row_part(rows, stride, r, c0, CHUNK)
+                    .try_into()
+                    .expect("chunk");
                 // SAFETY: `simd` is `isa::avx2()`.
                 let wide = unsafe { T::widen_chunk(part, simd) };
                 sums.iter_mut().zip(wide).for_each(|(s, x)| *s += x);
@@ -498,7 +514,9 @@ fn lanes_f32_n<const L: usize, X: Copy>(
             let values = chunk(c.try_into().expect("chunk"));
             acc.iter_mut().zip(values).for_each(|(a, x)| *a += x);
         }
-        wide.iter_mut().zip(acc).for_each(|(w, a)| *w += f64::from(a));
+        wide.iter_mut()
+            .zip(acc)
+            .for_each(|(w, a)| *w += f64::from(a));
     }
     lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(one(x)))
 }
