@@ -91,10 +91,10 @@ impl Sink {
     /// more than the sum of a short run).
     fn put_sums<A: Acc>(&self, first: usize, sums: &[A]) {
         let averaging = self.op == ReduceOp::Mean;
-        if let Some(wide) = A::as_f64s(sums) {
-            if self.put_float_sums(first, wide, averaging) {
-                return;
-            }
+        if let Some(wide) = A::as_f64s(sums)
+            && self.put_float_sums(first, wide, averaging)
+        {
+            return;
         }
         with_element!(self.dtype, O => {
             // SAFETY: `out` holds the output's elements of O; these indices
