@@ -9,8 +9,9 @@
 //! pairwise float32 sum (8 accumulators rounding 15 times each, then a
 //! float32 tree), at nearly the cost of torch's float32 accumulation.
 //! float16 and bfloat16 are widened to float32 in the loop (F16C where the
-//! CPU has it: `narrow.rs`). Integers and bools sum in wrapping int64,
-//! complex numbers in complex128 over leaves of [`LEAF`] added pairwise.
+//! CPU has it: `narrow.rs`). Integers and bools sum in wrapping int64 and
+//! complex numbers in complex128, in lanes over leaves of [`LEAF`] added
+//! pairwise.
 //! The lanes are plain arrays the compiler vectorises.
 
 use super::arith::Arith;
@@ -548,11 +549,11 @@ fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
 /// by value: through a `&mut`, inlined into a loop over runs, they stayed
 /// in memory (a load and a store per chunk).
 #[inline(always)]
-fn lanes_add<const L: usize, X: Copy, A: Copy + std::ops::AddAssign>(
-    mut acc: [A; L],
+fn lanes_add<const L: usize, X: Copy>(
+    mut acc: [f64; L],
     xs: &[X],
-    f: impl Fn(X) -> A,
-) -> [A; L] {
+    f: impl Fn(X) -> f64,
+) -> [f64; L] {
     for c in xs.chunks_exact(L) {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += f(x);
