@@ -265,7 +265,7 @@ fn add_rows_f32(acc: &mut [f64], rows: &[f32], stride: usize, count: usize) {
 /// call each per row: `sum(dim=1)` float16 200x100x200 ran 8x torch's).
 #[inline(always)]
 fn add_half_rows<T: NarrowSlice>(acc: &mut [f64], rows: &[T], stride: usize, count: usize) {
-    let simd = super::isa::avx2();
+    let (simd, wide) = (super::isa::avx2(), super::isa::avx512());
     let n = acc.len();
     let full = n - n % CHUNK;
     let add = |acc: &mut [f64], sums: &[f32]| {
@@ -281,9 +281,9 @@ fn add_half_rows<T: NarrowSlice>(acc: &mut [f64], rows: &[T], stride: usize, cou
                 let part = row_part(rows, stride, r, c0, CHUNK)
                     .try_into()
                     .expect("chunk");
-                // SAFETY: `simd` is `isa::avx2()`.
-                let wide = unsafe { T::widen_chunk(part, simd) };
-                sums.iter_mut().zip(wide).for_each(|(s, x)| *s += x);
+                // SAFETY: `simd` and `wide` are `isa::avx2()` and `avx512()`.
+                let values = unsafe { T::widen_chunk_wide(part, simd, wide) };
+                sums.iter_mut().zip(values).for_each(|(s, x)| *s += x);
             }
             add(&mut acc[c0..c0 + CHUNK], &sums);
         }
@@ -784,9 +784,9 @@ macro_rules! half_kernel {
                 }
                 // A chunk (as many elements as lanes) widened at a time, by
                 // value.
-                let simd = super::isa::avx2();
-                // SAFETY: `simd` is `isa::avx2()`.
-                let chunk = |c: [Self; CHUNK]| unsafe { <$t as NarrowSlice>::widen_chunk(&c, simd) };
+                let (simd, wide) = (super::isa::avx2(), super::isa::avx512());
+                // SAFETY: `simd` and `wide` are `isa::avx2()` and `avx512()`.
+                let chunk = |c: [Self; CHUNK]| unsafe { <$t as NarrowSlice>::widen_chunk_wide(&c, simd, wide) };
                 lanes_f32_n::<LANES, Self>(xs, chunk, |x| x.to_f32())
             }
             fn pairwise(xs: &[Self]) -> f64 {
