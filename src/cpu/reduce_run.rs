@@ -174,7 +174,10 @@ pub(crate) trait Kernel: Arith {
         }
     }
     /// `acc[j] += rows[r * stride + j]` for `r` in `0..count`, row after
-    /// row (the additions of [`add_row`](Self::add_row), in the same order).
+    /// row (the additions of [`add_row`](Self::add_row), in the same order;
+    /// float32, float16 and bfloat16 add 8 rows in float32 first, so rows
+    /// reached through several reduced dimensions, which go through
+    /// `add_row`, add in float64 one by one).
     #[inline(always)]
     fn add_rows(acc: &mut [Self::A], rows: &[Self], stride: usize, count: usize) {
         add_rows_in_registers(acc, rows, stride, count)
