@@ -19,6 +19,7 @@ mod random;
 mod reduce;
 mod reduce_run;
 mod strided;
+mod sum_lanes;
 mod vmath;
 
 pub(crate) use backend::Cpu;

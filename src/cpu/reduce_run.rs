@@ -1,18 +1,12 @@
 //! Reduction kernels over one contiguous run (and over one row of columns),
-//! per element type: the loops `reduce.rs` drives.
-//!
-//! Float64 sums are NumPy's pairwise summation, step for step (the same
-//! bits). Float32, float16 and bfloat16 sums add in float32 lanes (64
-//! independent accumulators on a long run), each lane handing its sum to a
-//! float64 lane every [`F32_ADDS`] chunks, so a lane's sum rounds at most 7
-//! times and the rest adds in float64: within the error bound of NumPy's
-//! pairwise float32 sum (8 accumulators rounding 15 times each, then a
-//! float32 tree), at nearly the cost of torch's float32 accumulation.
+//! per element type: the loops `reduce.rs` drives. The order each type sums
+//! a run in lives in `sum_lanes.rs`: float64 is NumPy's pairwise summation
+//! to the bit; float32, float16 and bfloat16 add in float32 lanes flushed to
+//! float64 every [`F32_ADDS`] chunks (within NumPy's pairwise error bound, at
+//! nearly torch's cost); integers and bools sum in wrapping int64, complex
+//! numbers in complex128 lanes over leaves of [`LEAF`] added pairwise.
 //! float16 and bfloat16 are widened to float32 in the loop (F16C where the
-//! CPU has it: `narrow.rs`). Integers and bools sum in wrapping int64 and
-//! complex numbers in complex128, in lanes over leaves of [`LEAF`] added
-//! pairwise.
-//! The lanes are plain arrays the compiler vectorises.
+//! CPU has it: `narrow.rs`).
 
 use super::arith::Arith;
 use super::extreme::{
@@ -21,6 +15,7 @@ use super::extreme::{
 };
 use super::narrow::{CHUNK, NarrowSlice};
 use super::parallel::join;
+use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f32_n, lanes_f64, lanes_i64, numpy_pairwise};
 use crate::Scalar;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
@@ -386,11 +381,6 @@ fn short_extremes_body<T: Kernel>(
     }
 }
 
-super::isa::twin! {
-    /// The leaf of [`numpy_pairwise`] (at most 128 elements).
-    fn numpy_leaf[](a: &[f64]) -> f64 => numpy_leaf_body;
-}
-
 /// The pairwise sum of a contiguous run, split across threads when long.
 pub(crate) fn sum_run<T: Kernel>(xs: &[T]) -> T::A {
     T::pairwise(xs)
@@ -411,44 +401,6 @@ fn lanes_pairwise<T: Kernel>(xs: &[T]) -> T::A {
     }
 }
 
-/// NumPy's own pairwise summation of float64 (`pairwise_sum` in its
-/// `loops_utils.h`: 8 accumulators over blocks of at most 128, halves cut at
-/// multiples of 8), so a float64 sum is NumPy's to the bit; the halves of
-/// long runs go to two threads, which changes no rounding.
-fn numpy_pairwise(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n <= 128 {
-        return numpy_leaf(a);
-    }
-    let n2 = n / 2;
-    let (l, r) = a.split_at(n2 - n2 % 8);
-    if n >= PARALLEL_MIN {
-        let (x, y) = join(|| numpy_pairwise(l), || numpy_pairwise(r));
-        x + y
-    } else {
-        numpy_pairwise(l) + numpy_pairwise(r)
-    }
-}
-
-/// NumPy's `pairwise_sum` of at most 128 elements: 8 accumulators.
-#[inline(always)]
-fn numpy_leaf_body(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n < 8 {
-        return a.iter().fold(0.0, |res, &x| res + x);
-    }
-    let mut r = [0.0f64; 8];
-    r.copy_from_slice(&a[..8]);
-    let full = n - n % 8;
-    for c in a[8..full].chunks_exact(8) {
-        for (r, &x) in r.iter_mut().zip(c) {
-            *r += x;
-        }
-    }
-    let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    a[full..].iter().fold(res, |res, &x| res + x)
-}
-
 /// [`Kernel::extreme`] split across threads when the run is long.
 pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
     if xs.len() < PARALLEL_MIN {
@@ -465,66 +417,6 @@ pub(crate) fn extreme_run<T: Kernel>(xs: &[T], max: bool, need_pos: bool) -> (T,
     better_of(a, b, max)
 }
 
-/// The sum of a leaf in float64 lanes, as many as the run fills: a short
-/// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
-/// the lanes' tail and tree than on its elements, and a long one needs
-/// [`LANES`] of them, eight vectors, for enough independent additions.
-#[inline(always)]
-fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    if xs.len() < 64 {
-        lanes_f64_n::<4, X>(xs, f)
-    } else if xs.len() < SHORT_RUN {
-        lanes_f64_n::<16, X>(xs, f)
-    } else {
-        lanes_f64_n::<LANES, X>(xs, f)
-    }
-}
-
-/// Chunks a float32 lane adds before its float64 lane takes the sum: each
-/// lane's sum rounds at most 7 times (NumPy's float32 accumulators round
-/// 15 times over a block of 128, then its float32 tree rounds again).
-const F32_ADDS: usize = 8;
-
-/// The sum of a run in float32 lanes, as many as the run fills (as
-/// [`lanes_f64`]), flushed to float64 lanes every [`F32_ADDS`] chunks: the
-/// error of NumPy's pairwise float32 sum at most, at nearly the cost of
-/// float32 additions (accumulating every element in float64 cost 2-3x
-/// torch's float32 sums).
-#[inline(always)]
-fn lanes_f32<X: Copy>(xs: &[X], f: impl Fn(X) -> f32) -> f64 {
-    if xs.len() < 64 {
-        lanes_f32_n::<4, X>(xs, |c| c.map(&f), &f)
-    } else if xs.len() < SHORT_RUN {
-        lanes_f32_n::<16, X>(xs, |c| c.map(&f), &f)
-    } else {
-        lanes_f32_n::<LANES, X>(xs, |c| c.map(&f), &f)
-    }
-}
-
-/// `L` float32 lanes over chunks of `L` (`chunk` widens one), flushed to
-/// float64 lanes every [`F32_ADDS`] chunks; the lanes added as a tree,
-/// then the tail (`one` widens an element).
-#[inline(always)]
-fn lanes_f32_n<const L: usize, X: Copy>(
-    xs: &[X],
-    chunk: impl Fn([X; L]) -> [f32; L],
-    one: impl Fn(X) -> f32,
-) -> f64 {
-    let body = xs.len() - xs.len() % L;
-    let mut wide = [0.0f64; L];
-    for block in xs[..body].chunks(F32_ADDS * L) {
-        let mut acc = [0.0f32; L];
-        for c in block.chunks_exact(L) {
-            let values = chunk(c.try_into().expect("chunk"));
-            acc.iter_mut().zip(values).for_each(|(a, x)| *a += x);
-        }
-        wide.iter_mut()
-            .zip(acc)
-            .for_each(|(w, a)| *w += f64::from(a));
-    }
-    lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(one(x)))
-}
-
 /// [`Kernel::pairwise`] of the types summed in float32 lanes: a run in one
 /// pass of lanes (their float64 lanes take a long run's growth), halves on
 /// two threads past [`PARALLEL_MIN`], cut at a length that depends on the
@@ -537,72 +429,6 @@ fn f32_halves<T: Kernel>(xs: &[T]) -> T::A {
     let (l, r) = xs.split_at(mid);
     let (a, b) = join(|| f32_halves::<T>(l), || f32_halves::<T>(r));
     a.plus(b)
-}
-
-/// `L` accumulators over chunks of `L`, the lanes added as a tree, then
-/// the tail.
-#[inline(always)]
-fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    let body = xs.len() - xs.len() % L;
-    let acc = lanes_add([0.0f64; L], &xs[..body], &f);
-    lanes_total(acc) + lanes_tail(&xs[body..], f)
-}
-
-/// `acc[j] += f(xs[i * L + j])` over whole chunks of `L`. The lanes pass
-/// by value: through a `&mut`, inlined into a loop over runs, they stayed
-/// in memory (a load and a store per chunk).
-#[inline(always)]
-fn lanes_add<const L: usize, X: Copy>(
-    mut acc: [f64; L],
-    xs: &[X],
-    f: impl Fn(X) -> f64,
-) -> [f64; L] {
-    for c in xs.chunks_exact(L) {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a += f(x);
-        }
-    }
-    acc
-}
-
-/// The lanes halved as a tree.
-#[inline(always)]
-fn lanes_total<const L: usize>(mut acc: [f64; L]) -> f64 {
-    let mut w = L;
-    while w > 1 {
-        w /= 2;
-        for l in 0..w {
-            acc[l] += acc[l + w];
-        }
-    }
-    acc[0]
-}
-
-/// The last elements of a run (fewer than a chunk), in 4 lanes.
-#[inline(always)]
-fn lanes_tail<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
-    let b4 = xs.len() - xs.len() % 4;
-    let acc = lanes_add([0.0f64; 4], &xs[..b4], &f);
-    let tail = xs[b4..].iter().fold(0.0, |s, &x| s + f(x));
-    lanes_total(acc) + tail
-}
-
-#[inline(always)]
-fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
-    // Integer sums are exact in any order: 16 lanes, enough for the
-    // loads (more spilled registers in the AVX2 copies).
-    let mut acc = [0i64; 16];
-    let mut chunks = xs.chunks_exact(16);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a = a.wrapping_add(f(x));
-        }
-    }
-    let tail = chunks
-        .remainder()
-        .iter()
-        .fold(0i64, |s, &x| s.wrapping_add(f(x)));
-    acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
 }
 
 macro_rules! int_kernel {

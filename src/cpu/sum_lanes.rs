@@ -1,0 +1,184 @@
+//! The orders in which one contiguous run is summed, written once for
+//! every element type (`reduce_run.rs` picks one per type):
+//!
+//! - float64: NumPy's pairwise summation, step for step ([`numpy_pairwise`]),
+//!   so a float64 sum is NumPy's to the bit;
+//! - float32 and the half types: float32 lanes flushed to float64 lanes
+//!   every [`F32_ADDS`] chunks ([`lanes_f32`]);
+//! - integers: wrapping int64 lanes ([`lanes_i64`]); the rest float64 lanes
+//!   ([`lanes_f64`]).
+//!
+//! The lanes are plain arrays the compiler vectorises; how many a run gets
+//! depends on its length only, so the bits never depend on the threads.
+
+use super::parallel::join;
+use super::reduce_run::{LANES, PARALLEL_MIN, SHORT_RUN};
+
+super::isa::twin! {
+    /// The leaf of [`numpy_pairwise`] (at most 128 elements).
+    fn numpy_leaf[](a: &[f64]) -> f64 => numpy_leaf_body;
+}
+
+/// NumPy's own pairwise summation of float64 (`pairwise_sum` in its
+/// `loops_utils.h`: 8 accumulators over blocks of at most 128, halves cut at
+/// multiples of 8), so a float64 sum is NumPy's to the bit; the halves of
+/// long runs go to two threads, which changes no rounding.
+pub(super) fn numpy_pairwise(a: &[f64]) -> f64 {
+    let n = a.len();
+    if n <= 128 {
+        return numpy_leaf(a);
+    }
+    let n2 = n / 2;
+    let (l, r) = a.split_at(n2 - n2 % 8);
+    if n >= PARALLEL_MIN {
+        let (x, y) = join(|| numpy_pairwise(l), || numpy_pairwise(r));
+        x + y
+    } else {
+        numpy_pairwise(l) + numpy_pairwise(r)
+    }
+}
+
+/// NumPy's `pairwise_sum` of at most 128 elements: 8 accumulators.
+#[inline(always)]
+fn numpy_leaf_body(a: &[f64]) -> f64 {
+    let n = a.len();
+    if n < 8 {
+        return a.iter().fold(0.0, |res, &x| res + x);
+    }
+    let mut r = [0.0f64; 8];
+    r.copy_from_slice(&a[..8]);
+    let full = n - n % 8;
+    for c in a[8..full].chunks_exact(8) {
+        for (r, &x) in r.iter_mut().zip(c) {
+            *r += x;
+        }
+    }
+    let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    a[full..].iter().fold(res, |res, &x| res + x)
+}
+
+/// The sum of a leaf in float64 lanes, as many as the run fills: a short
+/// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
+/// the lanes' tail and tree than on its elements, and a long one needs
+/// [`LANES`] of them, eight vectors, for enough independent additions.
+#[inline(always)]
+pub(super) fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    if xs.len() < 64 {
+        lanes_f64_n::<4, X>(xs, f)
+    } else if xs.len() < SHORT_RUN {
+        lanes_f64_n::<16, X>(xs, f)
+    } else {
+        lanes_f64_n::<LANES, X>(xs, f)
+    }
+}
+
+/// Chunks a float32 lane adds before its float64 lane takes the sum: each
+/// lane's sum rounds at most 7 times (NumPy's float32 accumulators round
+/// 15 times over a block of 128, then its float32 tree rounds again).
+pub(super) const F32_ADDS: usize = 8;
+
+/// The sum of a run in float32 lanes, as many as the run fills (as
+/// [`lanes_f64`]), flushed to float64 lanes every [`F32_ADDS`] chunks: the
+/// error of NumPy's pairwise float32 sum at most, at nearly the cost of
+/// float32 additions (accumulating every element in float64 cost 2-3x
+/// torch's float32 sums).
+#[inline(always)]
+pub(super) fn lanes_f32<X: Copy>(xs: &[X], f: impl Fn(X) -> f32) -> f64 {
+    if xs.len() < 64 {
+        lanes_f32_n::<4, X>(xs, |c| c.map(&f), &f)
+    } else if xs.len() < SHORT_RUN {
+        lanes_f32_n::<16, X>(xs, |c| c.map(&f), &f)
+    } else {
+        lanes_f32_n::<LANES, X>(xs, |c| c.map(&f), &f)
+    }
+}
+
+/// `L` float32 lanes over chunks of `L` (`chunk` widens one), flushed to
+/// float64 lanes every [`F32_ADDS`] chunks; the lanes added as a tree,
+/// then the tail (`one` widens an element).
+#[inline(always)]
+pub(super) fn lanes_f32_n<const L: usize, X: Copy>(
+    xs: &[X],
+    chunk: impl Fn([X; L]) -> [f32; L],
+    one: impl Fn(X) -> f32,
+) -> f64 {
+    let body = xs.len() - xs.len() % L;
+    let mut wide = [0.0f64; L];
+    for block in xs[..body].chunks(F32_ADDS * L) {
+        let mut acc = [0.0f32; L];
+        for c in block.chunks_exact(L) {
+            let values = chunk(c.try_into().expect("chunk"));
+            acc.iter_mut().zip(values).for_each(|(a, x)| *a += x);
+        }
+        wide.iter_mut()
+            .zip(acc)
+            .for_each(|(w, a)| *w += f64::from(a));
+    }
+    lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(one(x)))
+}
+
+/// `L` accumulators over chunks of `L`, the lanes added as a tree, then
+/// the tail.
+#[inline(always)]
+fn lanes_f64_n<const L: usize, X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    let body = xs.len() - xs.len() % L;
+    let acc = lanes_add([0.0f64; L], &xs[..body], &f);
+    lanes_total(acc) + lanes_tail(&xs[body..], f)
+}
+
+/// `acc[j] += f(xs[i * L + j])` over whole chunks of `L`. The lanes pass
+/// by value: through a `&mut`, inlined into a loop over runs, they stayed
+/// in memory (a load and a store per chunk).
+#[inline(always)]
+fn lanes_add<const L: usize, X: Copy>(
+    mut acc: [f64; L],
+    xs: &[X],
+    f: impl Fn(X) -> f64,
+) -> [f64; L] {
+    for c in xs.chunks_exact(L) {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += f(x);
+        }
+    }
+    acc
+}
+
+/// The lanes halved as a tree.
+#[inline(always)]
+fn lanes_total<const L: usize>(mut acc: [f64; L]) -> f64 {
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+    }
+    acc[0]
+}
+
+/// The last elements of a run (fewer than a chunk), in 4 lanes.
+#[inline(always)]
+fn lanes_tail<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
+    let b4 = xs.len() - xs.len() % 4;
+    let acc = lanes_add([0.0f64; 4], &xs[..b4], &f);
+    let tail = xs[b4..].iter().fold(0.0, |s, &x| s + f(x));
+    lanes_total(acc) + tail
+}
+
+#[inline(always)]
+pub(super) fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
+    // Integer sums are exact in any order: 16 lanes, enough for the
+    // loads (more spilled registers in the AVX2 copies).
+    let mut acc = [0i64; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a = a.wrapping_add(f(x));
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(0i64, |s, &x| s.wrapping_add(f(x)));
+    acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
+}
