@@ -5,7 +5,9 @@
 //! - nothing decides a C status or a Python exception by reading error text
 //!   (`ErrorKind` does that);
 //! - `src/storage/` knows nothing of CUDA: a backend hands it what it needs
-//!   (`Owner::Device`, `DeviceQueue`), so storage never calls a backend.
+//!   (`Owner::Device`, `DeviceQueue`), so storage never calls a backend;
+//! - no source file in `src/` or `python/` grows past [`MAX_LINES`]: a file
+//!   that long holds more than one idea.
 
 mod common;
 
@@ -124,6 +126,49 @@ fn no_code_decides_by_error_text() {
     );
 }
 
+/// The most lines a source file may have.
+const MAX_LINES: usize = 800;
+
+/// Every file under `dir` (recursively) whose name ends in one of `exts`.
+fn files_ending(dir: &Path, exts: &[&str], out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_ending(&path, exts, out);
+        } else if exts.iter().any(|e| path.to_string_lossy().ends_with(e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// `path: lines` for each text longer than [`MAX_LINES`].
+fn too_long<'a>(texts: impl IntoIterator<Item = (String, &'a str)>) -> Vec<String> {
+    texts
+        .into_iter()
+        .filter(|(_, t)| t.lines().count() > MAX_LINES)
+        .map(|(p, t)| format!("{p}: {} lines", t.lines().count()))
+        .collect()
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    files_ending(&root.join("src"), &[".rs"], &mut paths);
+    files_ending(&root.join("python"), &[".py", ".pyi", ".rs"], &mut paths);
+    assert!(paths.len() > 50, "found only {} sources", paths.len());
+    let texts: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    let found = too_long(texts.iter().map(|(p, t)| (p.clone(), t.as_str())));
+    assert!(
+        found.is_empty(),
+        "files over {MAX_LINES} lines:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_checks_can_fail() {
     assert_eq!(
@@ -143,4 +188,7 @@ fn the_checks_can_fail() {
         1
     );
     assert!(backend_references("// not crate::cuda, a comment").is_empty());
+    let long = "x\n".repeat(MAX_LINES + 1);
+    assert_eq!(too_long([("a.rs".to_string(), long.as_str())]).len(), 1);
+    assert!(too_long([("b.rs".to_string(), &long[2..])]).is_empty());
 }
