@@ -34,7 +34,7 @@ const BLOCK: usize = 256;
 
 /// Where the values of `out = f(a, b)` come from and go to: an output of
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
-pub(crate) trait Sink<R>: Copy {
+pub(crate) trait Sink<R>: Copy + bytemuck::Zeroable {
     fn put(r: R) -> Self;
     /// A chunk of results stored, by value (see `Arith::narrow_chunk`).
     ///
@@ -56,7 +56,7 @@ pub(crate) trait Sink<R>: Copy {
     }
 }
 
-impl<T: Copy> Sink<T> for T {
+impl<T: Copy + bytemuck::Zeroable> Sink<T> for T {
     #[inline(always)]
     fn put(r: T) -> T {
         r
@@ -396,6 +396,11 @@ unsafe fn blocks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const N: us
         let mut xa = [<T::C as bytemuck::Zeroable>::zeroed(); N];
         let mut xb = xa;
         let mut r = [R::zeroed(); N];
+        // A strided operand is gathered as stored, then widened as a slice:
+        // an element at a time, float16 `a[::2] + b[::2]` ran 1.4x torch.
+        // A strided output is narrowed as a slice, then scattered.
+        let mut raw = [T::zeroed(); N];
+        let mut put = [O::zeroed(); N];
         for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
             if uniform(src, s) {
                 x.fill(load(src, 0));
@@ -405,9 +410,16 @@ unsafe fn blocks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const N: us
             let n = N.min(len - i);
             for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
                 match src {
-                    _ if uniform(src, s) => {}
                     Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
-                    _ => (0..n).for_each(|j| x[j] = load(src, (i + j) as isize * s)),
+                    Src::Mem(p) if s != 0 => {
+                        let p = p.offset(i as isize * s);
+                        raw[..n]
+                            .iter_mut()
+                            .enumerate()
+                            .for_each(|(j, v)| *v = *p.offset(j as isize * s));
+                        T::widen_slice(&raw[..n], &mut x[..n]);
+                    }
+                    _ => {} // one value: its buffer was filled once
                 }
             }
             // Zipped slices: no bounds checks, so no scalar tail.
@@ -417,7 +429,12 @@ unsafe fn blocks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const N: us
             if so == 1 {
                 O::put_slice(&r[..n], slice_mut(o.add(i), n));
             } else {
-                (0..n).for_each(|j| *o.offset((i + j) as isize * so) = O::put(r[j]));
+                O::put_slice(&r[..n], &mut put[..n]);
+                let o = o.offset(i as isize * so);
+                put[..n]
+                    .iter()
+                    .enumerate()
+                    .for_each(|(j, &v)| *o.offset(j as isize * so) = v);
             }
             i += n;
         }
