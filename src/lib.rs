@@ -141,6 +141,7 @@ mod element;
 mod error;
 mod foreign;
 mod layout;
+mod memory_format;
 mod minifloat;
 pub mod ops;
 #[cfg(any(feature = "pyo3", feature = "capi", test))]

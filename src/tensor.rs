@@ -115,6 +115,18 @@ impl Tensor {
     }
 
     fn alloc(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
+        Tensor::alloc_as(shape, None, dtype, device, zeroed)
+    }
+
+    /// New memory for `shape`, laid out as `layout` (dense strides for
+    /// `shape`, from `memory_format.rs`) or row-major.
+    fn alloc_as(
+        shape: &[usize],
+        layout: Option<Layout>,
+        dtype: DType,
+        device: Device,
+        zeroed: bool,
+    ) -> Result<Tensor> {
         // PyTorch's words for both overflows here.
         let bytes = checked_numel(shape)
             .ok()
@@ -129,9 +141,49 @@ impl Tensor {
         let storage = backend::of(device).allocate(device, bytes, zeroed)?;
         Ok(Tensor {
             storage: Arc::new(storage),
-            layout: Layout::contiguous(shape.to_vec(), dtype.size()),
+            layout: layout.unwrap_or_else(|| Layout::contiguous(shape.to_vec(), dtype.size())),
             dtype,
         })
+    }
+
+    /// A new uninitialised tensor of `dtype` with this one's shape and the
+    /// strides PyTorch's `empty_like` gives it: a dense layout's own (a
+    /// transpose stays transposed), else row-major in the order of this
+    /// one's strides.
+    ///
+    /// ```
+    /// use dlbridge::{DType, Tensor};
+    /// let t = Tensor::from_vec(vec![1f32, 2, 3, 4, 5, 6], &[2, 3])?.t()?;
+    /// assert_eq!(t.empty_like(DType::F64)?.strides()?, vec![1, 3]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn empty_like(&self, dtype: DType) -> Result<Tensor> {
+        self.alloc_like(dtype, self.device(), false)
+    }
+
+    /// [`empty_like`](Self::empty_like) on `device`, zeroed or not (the
+    /// `*_like` creation functions).
+    pub(crate) fn alloc_like(&self, dtype: DType, device: Device, zeroed: bool) -> Result<Tensor> {
+        let layout = self.layout.like(self.dtype.size(), dtype.size());
+        Tensor::alloc_as(self.shape(), Some(layout), dtype, device, zeroed)
+    }
+
+    /// A new uninitialised output of an elementwise op of `shape` on
+    /// `operands` (in argument order; `with_number`: a number beside them):
+    /// the strides PyTorch's `TensorIterator` gives it (`memory_format.rs`).
+    pub(crate) fn empty_for_elementwise(
+        shape: &[usize],
+        operands: &[&Tensor],
+        with_number: bool,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let sized: Vec<(&Layout, usize)> = operands
+            .iter()
+            .map(|t| (&t.layout, t.dtype.size()))
+            .collect();
+        let layout = Layout::for_elementwise(shape, &sized, with_number, dtype.size());
+        Tensor::alloc_as(shape, Some(layout), dtype, device, false)
     }
 
     /// A new contiguous tensor with every element `value` (range-checked
@@ -372,7 +424,9 @@ impl Tensor {
         Ok(())
     }
 
-    /// A contiguous copy, always fresh memory (PyTorch's `clone()`).
+    /// A contiguous copy, always fresh memory (PyTorch's
+    /// `clone(memory_format=torch.contiguous_format)`; [`clone_like`](Self::clone_like)
+    /// is its `clone()`).
     ///
     /// ```
     /// use dlbridge::Tensor;
@@ -384,6 +438,23 @@ impl Tensor {
     /// ```
     pub fn clone_data(&self) -> Result<Tensor> {
         let out = Tensor::empty(self.shape(), self.dtype, self.device())?;
+        out.copy_from_same_device(self)?;
+        Ok(out)
+    }
+
+    /// A copy in fresh memory laid out as [`empty_like`](Self::empty_like)
+    /// lays it out: PyTorch's `clone()`, whose result keeps a dense
+    /// tensor's strides (a copy of a transpose is a transpose).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 2, 3, 4], &[2, 2])?.t()?;
+    /// let c = t.clone_like()?;
+    /// assert_eq!((c.strides()?, c.to_vec::<u8>()?), (vec![1, 2], vec![1, 3, 2, 4]));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn clone_like(&self) -> Result<Tensor> {
+        let out = self.empty_like(self.dtype)?;
         out.copy_from_same_device(self)?;
         Ok(out)
     }
@@ -469,8 +540,10 @@ impl Tensor {
         }
     }
 
-    /// Itself when already of `dtype`, else a converted copy (PyTorch's
-    /// casts: truncation toward zero, wrapping integers).
+    /// Itself when already of `dtype`, else a converted copy laid out as
+    /// [`empty_like`](Self::empty_like) lays it out (PyTorch's `.to(dtype)`:
+    /// a transpose stays transposed; truncation toward zero, wrapping
+    /// integers).
     ///
     /// ```
     /// use dlbridge::{DType, Tensor};
@@ -482,7 +555,7 @@ impl Tensor {
         if dtype == self.dtype {
             return Ok(self.clone());
         }
-        let out = Tensor::empty(self.shape(), dtype, self.device())?;
+        let out = self.empty_like(dtype)?;
         out.copy_from_same_device(self)?;
         Ok(out)
     }

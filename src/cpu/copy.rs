@@ -1,4 +1,5 @@
-//! Copies between layouts and dtypes (`contiguous`, `copy_`, casts).
+//! Copies between layouts and dtypes (`contiguous`, `copy_`, casts), in
+//! the destination's memory order.
 //!
 //! Into a contiguous destination: contiguous casts run the vectorised loops
 //! of `cast.rs`; same-dtype copies of strided views collapse the source's
@@ -13,6 +14,7 @@ use super::parallel::{for_each, threads};
 use super::strided::{Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
+use std::cmp::Reverse;
 
 /// Elements past which a strided copy splits across threads.
 const PARALLEL_MIN: usize = 1 << 16;
@@ -45,6 +47,14 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if src.numel() == 0 {
         return Ok(());
     }
+    let permuted;
+    let (dst, src) = match memory_order(dst) {
+        Some(dims) => {
+            permuted = (dst.permute(&dims)?, src.permute(&dims)?);
+            (&permuted.0, permuted.1)
+        }
+        None => (dst, src),
+    };
     let contiguous = dst.is_contiguous() && src.is_contiguous();
     if src.dtype() == dst.dtype() {
         if contiguous {
@@ -81,6 +91,31 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         copy_bytes(dst, &staged);
     }
     Ok(())
+}
+
+/// The dimensions of a non-contiguous `dst` in its memory order, outermost
+/// (largest stride) first, where that is not their order: a copy into a
+/// permuted destination (a transpose's `clone()` or cast) then runs over
+/// both sides in the destination's order, a contiguous pass when the source
+/// is permuted alike.
+fn memory_order(dst: &Tensor) -> Option<Vec<i64>> {
+    if dst.is_contiguous() {
+        return None;
+    }
+    let (shape, strides) = (dst.shape(), &dst.layout().strides);
+    let mut dims: Vec<usize> = (0..shape.len()).collect();
+    // Size-1 dimensions are never stepped: outermost.
+    dims.sort_by_key(|&d| {
+        Reverse(if shape[d] == 1 {
+            usize::MAX
+        } else {
+            strides[d].unsigned_abs()
+        })
+    });
+    dims.iter()
+        .enumerate()
+        .any(|(i, &d)| i != d)
+        .then(|| dims.iter().map(|&d| d as i64).collect())
 }
 
 fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {

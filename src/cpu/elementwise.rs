@@ -2,8 +2,9 @@
 //! op tables of `backend.rs` (`binary_ops!`, `unary_ops!`) pick an `Arith`
 //! method, and [`map_into`] / [`map_inplace`] run it over any layout.
 //!
-//! The layout is collapsed first (size-1 dimensions dropped, neighbours
-//! contiguous in every operand merged), so most operands become one row;
+//! The layout is put in the output's memory order and collapsed first
+//! (size-1 dimensions dropped, neighbours contiguous in every operand
+//! merged), so most operands become one row;
 //! the outer dimensions are walked with a counter and each row runs a loop
 //! over slices the compiler vectorizes when its operands are contiguous (or
 //! one of them is a single value), else a strided loop. float16 and bfloat16
@@ -106,11 +107,14 @@ struct Plan {
 
 impl Plan {
     fn new(shape: &[usize], operands: [&[isize]; 3]) -> Plan {
+        // The output's memory order, outermost first (its largest stride),
+        // as TensorIterator reorders: a permuted output (a transpose's
+        // `clone()` or `+ 1`) is then walked as rows, not across them.
+        let mut order: SmallVec<[usize; DIMS]> =
+            (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+        order.sort_by_key(|&d| std::cmp::Reverse(operands[0][d].unsigned_abs()));
         let mut dims: SmallVec<[(usize, [isize; 3]); DIMS]> = SmallVec::new();
-        for d in (0..shape.len()).rev() {
-            if shape[d] == 1 {
-                continue;
-            }
+        for &d in order.iter().rev() {
             let st = [operands[0][d], operands[1][d], operands[2][d]];
             if let Some((inner, ist)) = dims.last_mut()
                 && (0..3).all(|k| st[k] == ist[k] * *inner as isize)

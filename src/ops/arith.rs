@@ -102,7 +102,13 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     }
     let number = |s, left| number(s, dtype, op, left);
     elementwise(a, b, dtype, number, |lhs, rhs, shape| {
-        let out = Tensor::empty(&shape, dtype, device)?;
+        let out = Tensor::empty_for_elementwise(
+            &shape,
+            &operands(lhs, &rhs),
+            is_number(&rhs),
+            dtype,
+            device,
+        )?;
         backend::of(device).binary(&out, lhs, rhs, op)?;
         Ok(out)
     })
@@ -156,6 +162,19 @@ fn elementwise<R>(
         Rhs::Scalar { .. } => lhs.shape().to_vec(),
     };
     run(lhs, rhs, shape)
+}
+
+/// The tensors of an elementwise op, in argument order (a number is none).
+fn operands<'a>(lhs: &'a Tensor, rhs: &Rhs<'a>) -> Vec<&'a Tensor> {
+    match rhs {
+        Rhs::Tensor(r) => vec![lhs, r],
+        Rhs::Scalar { .. } => vec![lhs],
+    }
+}
+
+/// Whether the other operand is a number.
+fn is_number(rhs: &Rhs) -> bool {
+    matches!(rhs, Rhs::Scalar { .. })
 }
 
 /// An in-place op computes in `dtype` and writes into `dst`: refused, with
@@ -244,7 +263,7 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
         );
     }
     check_computable("neg", a.dtype(), a.device())?;
-    let out = Tensor::empty(a.shape(), a.dtype(), a.device())?;
+    let out = Tensor::empty_for_elementwise(a.shape(), &[a], false, a.dtype(), a.device())?;
     backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
     Ok(out)
 }
@@ -266,7 +285,8 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
         );
     }
     check_computable("abs", a.dtype(), a.device())?;
-    let out = Tensor::empty(a.shape(), a.dtype().to_real(), a.device())?;
+    let out =
+        Tensor::empty_for_elementwise(a.shape(), &[a], false, a.dtype().to_real(), a.device())?;
     backend::of(a.device()).unary(&out, a, UnaryOp::Abs)?;
     Ok(out)
 }
@@ -285,7 +305,7 @@ pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
     let dtype = op.promotion().apply(a.dtype());
     check_computable(op.name(), dtype, a.device())?;
     let src = a.to_dtype(dtype)?;
-    let out = Tensor::empty(a.shape(), dtype, a.device())?;
+    let out = Tensor::empty_for_elementwise(a.shape(), &[a], false, dtype, a.device())?;
     backend::of(a.device()).unary(&out, &src, op)?;
     Ok(out)
 }
@@ -342,7 +362,13 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
         left,
     };
     elementwise(a, b, dtype, number, |lhs, rhs, shape| {
-        let out = Tensor::empty(&shape, DType::Bool, device)?;
+        let out = Tensor::empty_for_elementwise(
+            &shape,
+            &operands(lhs, &rhs),
+            is_number(&rhs),
+            DType::Bool,
+            device,
+        )?;
         backend::of(device).compare(&out, lhs, rhs, op)?;
         Ok(out)
     })

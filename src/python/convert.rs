@@ -48,7 +48,7 @@ fn convert(slf: &Bound<'_, PyTensor>, target: Target) -> PyResult<Py<PyAny>> {
         };
         let cast = moved.to_dtype(dtype.unwrap_or(t.dtype()))?;
         if copy && cast.storage().as_ptr() == t.storage().as_ptr() {
-            cast.clone_data()
+            cast.clone_like()
         } else {
             Ok(cast)
         }

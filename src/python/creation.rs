@@ -252,21 +252,38 @@ fn eye(
     finish(crate::ops::eye(n, m, dtype, device).py()?, requires_grad)
 }
 
-/// The shape, dtype and device of `like`, with overrides.
-fn like(
-    like: &Bound<'_, PyAny>,
+/// The tensor of `like`, and its dtype and device with the overrides.
+fn like<'py>(
+    like: &'py Bound<'py, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Vec<usize>, DType, Device)> {
+) -> PyResult<(&'py Tensor, DType, Device)> {
     let t = like
         .cast::<PyTensor>()
         .map_err(|_| PyTypeError::new_err("expected a dlbridge.Tensor"))?;
     let t = &t.get().inner;
     Ok((
-        t.shape().to_vec(),
+        t,
         extract_opt_dtype(dtype)?.unwrap_or(t.dtype()),
         extract_opt_device(device)?.unwrap_or(t.device()),
     ))
+}
+
+/// A new tensor shaped and laid out as `like` (PyTorch's `preserve_format`:
+/// the strides of a transpose stay a transpose's), filled with `value`
+/// (zeros when `None`).
+fn filled_like(
+    input: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    value: Option<Scalar>,
+) -> PyResult<Tensor> {
+    let (t, dtype, device) = like(input, dtype, device)?;
+    let out = t.alloc_like(dtype, device, value.is_none()).py()?;
+    if let Some(v) = value {
+        out.fill_(v).py()?;
+    }
+    Ok(out)
 }
 
 #[pyfunction]
@@ -277,8 +294,7 @@ fn zeros_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = like(input, dtype, device)?;
-    finish(Tensor::zeros(&shape, dtype, device).py()?, requires_grad)
+    finish(filled_like(input, dtype, device, None)?, requires_grad)
 }
 
 #[pyfunction]
@@ -300,9 +316,8 @@ fn ones_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = like(input, dtype, device)?;
     finish(
-        Tensor::full(&shape, Scalar::Int(1), dtype, device).py()?,
+        filled_like(input, dtype, device, Some(Scalar::Int(1)))?,
         requires_grad,
     )
 }
@@ -316,9 +331,9 @@ fn full_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = like(input, dtype, device)?;
+    let value = number(fill_value, "fill_value")?;
     finish(
-        Tensor::full(&shape, number(fill_value, "fill_value")?, dtype, device).py()?,
+        filled_like(input, dtype, device, Some(value))?,
         requires_grad,
     )
 }
@@ -331,6 +346,6 @@ fn rand_like(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, dtype, device) = like(input, dtype, device)?;
-    finish(Tensor::rand(&shape, dtype, device).py()?, requires_grad)
+    let (t, dtype, device) = like(input, dtype, device)?;
+    finish(Tensor::rand(t.shape(), dtype, device).py()?, requires_grad)
 }

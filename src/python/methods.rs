@@ -226,7 +226,7 @@ impl PyTensor {
 
     /// A contiguous copy in new memory.
     fn clone(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.compute(py, Tensor::clone_data)
+        self.compute(py, Tensor::clone_like)
     }
 
     fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
