@@ -285,7 +285,10 @@ enum dlb_status dlb_to_device(const struct dlb_tensor *tensor,
 enum dlb_status dlb_clone(const struct dlb_tensor *tensor, struct dlb_tensor **out);
 
 // `tensor` converted to `dtype` (new memory; the same data when the dtype
-// is the same). Errors add `DLB_ERR_UNSUPPORTED_DTYPE`. Thread-safe.
+// is the same), with `tensor`'s strides when it is dense, as PyTorch's
+// `.to(dtype)` (a transpose stays a transpose: read the strides, or
+// `dlb_clone` the result for a row-major copy). Errors add
+// `DLB_ERR_UNSUPPORTED_DTYPE`. Thread-safe.
 enum dlb_status dlb_cast(const struct dlb_tensor *tensor,
                          DLDataType dtype,
                          struct dlb_tensor **out);

@@ -478,7 +478,10 @@ pub unsafe extern "C" fn dlb_clone(
 }
 
 /// `tensor` converted to `dtype` (new memory; the same data when the dtype
-/// is the same). Errors add `DLB_ERR_UNSUPPORTED_DTYPE`. Thread-safe.
+/// is the same), with `tensor`'s strides when it is dense, as PyTorch's
+/// `.to(dtype)` (a transpose stays a transpose: read the strides, or
+/// `dlb_clone` the result for a row-major copy). Errors add
+/// `DLB_ERR_UNSUPPORTED_DTYPE`. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_cast(
     tensor: *const dlb_tensor,
