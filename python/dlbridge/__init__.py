@@ -211,51 +211,28 @@ else:
 
 
 def _install_generated_ops() -> None:
-    for name, kind in _core._generated_ops():
+    for name, kind, code in _core._generated_ops():
         if kind == "unary":
 
-            def method(self, _name=name):
-                return self._unary(_name)
+            def method(self, _code=code):
+                return self._unary(_code)
 
-            def method_(self, _name=name):
-                return self._unary_(_name)
+            def method_(self, _code=code):
+                return self._unary_(_code)
 
             method_.__name__ = method_.__qualname__ = name + "_"
             method_.__doc__ = f"``t.{name}_()``: ``{name}`` in place, as ``torch.Tensor.{name}_``."
             setattr(Tensor, name + "_", method_)
         else:
 
-            def method(self, other, _name=name):
-                return self._binary(_name, other)
+            def method(self, other, _code=code):
+                return self._binary(_code, other)
 
         method.__name__ = method.__qualname__ = name
         method.__doc__ = f"``t.{name}(...)``, as ``torch.Tensor.{name}``."
         setattr(Tensor, name, method)
-        globals()[name] = _generated_functional(name, kind)
+        globals()[name] = getattr(_core, name)  # native: src/python/generated.rs
         __all__.append(name)
-
-
-def _generated_functional(name: str, kind: str):
-    """``dlbridge.exp(t)``, ``dlbridge.maximum(a, b)``: one Python frame over
-    the native call (these are called in loops, where ``_functional``'s
-    generic forwarding cost more than a small tensor's op)."""
-    if kind == "unary":
-
-        def f(input: Tensor) -> Tensor:
-            if not isinstance(input, Tensor):
-                raise _not_a_tensor(name, input)
-            return input._unary(name)
-
-    else:
-
-        def f(input: Tensor, other) -> Tensor:
-            if not isinstance(input, Tensor):
-                raise _not_a_tensor(name, input)
-            return input._binary(name, other)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"``dlbridge.{name}(input, ...)``: the same as ``input.{name}(...)``."
-    return f
 
 
 _install_generated_ops()

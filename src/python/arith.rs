@@ -212,41 +212,50 @@ pub(crate) fn abs(this: &PyTensor, py: Python<'_>) -> PyResult<PyTensor> {
 }
 
 /// The ops whose Python entry points come from their rows (`generated` in
-/// `backend.rs`'s tables): `(name, "unary" | "binary")`, for
-/// `dlbridge/__init__.py` to install as methods and functions.
+/// `backend.rs`'s tables): `(name, "unary" | "binary", code)`, for
+/// `dlbridge/__init__.py` to install as methods and functions that pass
+/// the code (an int: a name would be extracted as a new bytes object per
+/// call under the abi3 ABI of Python 3.9, a sixth of a small op's time).
 #[pyfunction]
-pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str)> {
-    let unary = UnaryOp::ALL.iter().filter(|op| op.generated());
-    let binary = BinaryOp::ALL.iter().filter(|op| op.generated());
+pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str, usize)> {
+    let unary = UnaryOp::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.generated());
+    let binary = BinaryOp::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.generated());
     unary
-        .map(|op| (op.name(), "unary"))
-        .chain(binary.map(|op| (op.name(), "binary")))
+        .map(|(i, op)| (op.name(), "unary", i))
+        .chain(binary.map(|(i, op)| (op.name(), "binary", i)))
         .collect()
 }
 
-fn generated<Op: Copy>(
-    all: &[Op],
-    name: &str,
-    of: impl Fn(Op) -> (&'static str, bool),
-) -> PyResult<Op> {
-    all.iter()
+/// The generated op of `code` (its position in `all`).
+fn generated<Op: Copy>(all: &[Op], code: usize, is_generated: impl Fn(Op) -> bool) -> PyResult<Op> {
+    all.get(code)
         .copied()
-        .find(|&op| of(op) == (name, true))
-        .ok_or_else(|| PyValueError::new_err(format!("no generated op named {name:?}")))
+        .filter(|&op| is_generated(op))
+        .ok_or_else(|| PyValueError::new_err(format!("no generated op numbered {code}")))
 }
 
 /// `t.name()` for a generated unary op (`exp`).
-pub(crate) fn unary(this: &PyTensor, py: Python<'_>, name: &str) -> PyResult<PyTensor> {
-    let op = generated(UnaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+pub(crate) fn unary(this: &PyTensor, py: Python<'_>, code: usize) -> PyResult<PyTensor> {
+    unary_op(this, py, generated(UnaryOp::ALL, code, UnaryOp::generated)?)
+}
+
+/// `op(t)` for a unary op of the table.
+pub(crate) fn unary_op(this: &PyTensor, py: Python<'_>, op: UnaryOp) -> PyResult<PyTensor> {
     this.compute(py, |t| ops::unary(t, op))
 }
 
 /// `t.name_()` for a generated unary op (`exp_`).
 pub(crate) fn unary_<'py>(
     slf: &Bound<'py, PyTensor>,
-    name: &str,
+    code: usize,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let op = generated(UnaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+    let op = generated(UnaryOp::ALL, code, UnaryOp::generated)?;
     slf.get().check_inplace()?;
     let dst = &slf.get().inner;
     maybe_detach(slf.py(), dst.numel(), || ops::unary_(dst, op)).py()?;
@@ -255,13 +264,25 @@ pub(crate) fn unary_<'py>(
 
 /// `t.name(other)` for a generated binary op (`maximum`): `other` must be a
 /// tensor, as PyTorch's.
+pub(crate) fn generated_binary(
+    this: &PyTensor,
+    py: Python<'_>,
+    code: usize,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let op = generated(BinaryOp::ALL, code, BinaryOp::generated)?;
+    binary_named(this, py, op, other)
+}
+
+/// `t.name(other)` for a binary op that takes only a tensor `other`
+/// (`maximum`, and `max(other)`).
 pub(crate) fn binary_named(
     this: &PyTensor,
     py: Python<'_>,
-    name: &str,
+    op: BinaryOp,
     other: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let op = generated(BinaryOp::ALL, name, |op| (op.name(), op.generated()))?;
+    let name = op.name();
     let r = match rhs(other)? {
         Some(r @ Rhs::Tensor(..)) => r,
         _ => {
@@ -341,7 +362,11 @@ pub(crate) fn extreme(
     let is_max = name == "max";
     if let Some(other) = dim.filter(|d| d.is_instance_of::<PyTensor>()) {
         // `t.max(other)`, `dlbridge.max(a, b)`: elementwise, as PyTorch's.
-        let elementwise = if is_max { "maximum" } else { "minimum" };
+        let elementwise = if is_max {
+            BinaryOp::Maximum
+        } else {
+            BinaryOp::Minimum
+        };
         return Ok(Py::new(py, binary_named(this, py, elementwise, other)?)?.into_any());
     }
     let Some(dim) = dim.filter(|d| !d.is_none()) else {

@@ -561,16 +561,16 @@ impl PyTensor {
     // ----- the ops generated from backend.rs's tables (installed under their
     // names by dlbridge/__init__.py) -----
 
-    fn _unary(&self, py: Python<'_>, name: &str) -> PyResult<PyTensor> {
-        arith::unary(self, py, name)
+    fn _unary(&self, py: Python<'_>, code: usize) -> PyResult<PyTensor> {
+        arith::unary(self, py, code)
     }
 
-    fn _unary_<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, Self>> {
-        arith::unary_(slf, name)
+    fn _unary_<'py>(slf: &Bound<'py, Self>, code: usize) -> PyResult<Bound<'py, Self>> {
+        arith::unary_(slf, code)
     }
 
-    fn _binary(&self, py: Python<'_>, name: &str, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        arith::binary_named(self, py, name, other)
+    fn _binary(&self, py: Python<'_>, code: usize, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        arith::generated_binary(self, py, code, other)
     }
 
     // ----- powers -----

@@ -84,6 +84,7 @@ mod dtype;
 mod errors;
 mod exchange_api;
 mod fastcall;
+mod generated;
 mod index;
 mod methods;
 mod nested;

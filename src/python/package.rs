@@ -32,6 +32,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m
     )?)?;
     m.add_function(wrap_pyfunction!(super::arith::_generated_ops, m)?)?;
+    super::generated::register(m)?;
     Ok(())
 }
 

@@ -14,8 +14,8 @@ COMPLEX = ["complex64", "complex128"]
 SIZES = [0, 1, 7, 255, 257, 1023, 40_003]  # 40_003: past the threads' threshold, odd
 SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 3e38]
 
-UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
-BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
+UNARY = [name for name, kind, _ in db._core._generated_ops() if kind == "unary"]
+BINARY = [name for name, kind, _ in db._core._generated_ops() if kind == "binary"]
 
 
 def sample(dtype, shape, seed):
