@@ -44,15 +44,18 @@ impl VMath for f32 {
         let x = self;
         // Beyond [-104, 89] the result is 0 or inf already; NaN stays NaN.
         let xc = x.clamp(-104.0, 89.0);
-        let t = xc * std::f32::consts::LOG2_E + ROUND;
+        // Fused multiply-adds (`mul_add` rounds once on every CPU, so each
+        // instruction-set copy gives the same bits): a fifth fewer
+        // instructions in a loop bound by them.
+        let t = xc.mul_add(std::f32::consts::LOG2_E, ROUND);
         let kf = t - ROUND; // round(x / ln 2), ties to even
         let k = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-        let hi = xc - kf * LN2_HI;
+        let hi = (-kf).mul_add(LN2_HI, xc); // exact: k * LN2_HI is
         let lo = kf * LN2_LO;
         let r = hi - lo;
-        let p = (((P[4] * r + P[3]) * r + P[2]) * r + P[1]) * r + P[0];
+        let p = P[4].mul_add(r, P[3]).mul_add(r, P[2]).mul_add(r, P[1]).mul_add(r, P[0]);
         // The linear term from hi and lo apart (r rounded them together).
-        let y = 1.0 + (hi + (r * r * p - lo));
+        let y = 1.0 + (hi + (r * r).mul_add(p, -lo));
         let y = y * pow2_f32(k >> 1) * pow2_f32(k - (k >> 1));
         if x.is_nan() { x } else { y }
     }
