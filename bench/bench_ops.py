@@ -266,6 +266,14 @@ def copies():
                 "np": lambda: na[::2, ::2] + na[1::2, 1::2]}, nd=True)
             row("m.T + m2", dtype, size, {"db": lambda: A.T + B, "torch": lambda: ta.T + tb,
                                           "np": lambda: na.T + nb}, nd=True)
+            # New tensors keep a transpose's strides (torch's preserve_format,
+            # NumPy's order='K'): one pass over memory, no transpose.
+            row("m.T.clone()", dtype, size, {"db": lambda: A.T.clone(), "torch": lambda: ta.T.clone(),
+                                             "np": lambda: na.T.copy(order="K")}, nd=True)
+            other = "float32" if dtype == "float64" else "float64"
+            ddb, dt, dn = DT[other]
+            row(f"m.T.to({other})", dtype, size, {"db": lambda: A.T.to(ddb), "torch": lambda: ta.T.to(dt),
+                                                  "np": lambda: na.T.astype(dn)}, nd=True)
         for shape in SHAPES_3D:
             a = make(dtype, shape, 1)
             A, ta, na = a["db"], a["torch"], a["np"]

@@ -10,7 +10,7 @@
 //! that are not whole elements through a byte-wise gather.
 
 use super::cast::cast_contiguous;
-use super::parallel::{for_each, threads};
+use super::parallel::{for_each, for_range, threads};
 use super::strided::{Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
@@ -58,8 +58,20 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let contiguous = dst.is_contiguous() && src.is_contiguous();
     if src.dtype() == dst.dtype() {
         if contiguous {
-            // SAFETY: both ranges hold numel elements and do not overlap.
-            unsafe { std::ptr::copy_nonoverlapping(src.data_ptr(), dst.data_ptr(), dst.nbytes()) };
+            // One memcpy, split across threads past a size, as torch's
+            // `clone()` is.
+            let (from, to) = (src.data_ptr().addr(), dst.data_ptr().addr());
+            for_range(dst.nbytes(), PARALLEL_MIN * 4, 64, |a, b| {
+                // SAFETY: both ranges hold numel elements and do not
+                // overlap; each piece is a part of them.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (from + a) as *const u8,
+                        (to + a) as *mut u8,
+                        b - a,
+                    )
+                }
+            });
             return Ok(());
         }
         if dst.is_contiguous() && aligned(dst) && aligned(&src) && strided_copy(dst, &src) {

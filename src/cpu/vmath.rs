@@ -53,7 +53,11 @@ impl VMath for f32 {
         let hi = (-kf).mul_add(LN2_HI, xc); // exact: k * LN2_HI is
         let lo = kf * LN2_LO;
         let r = hi - lo;
-        let p = P[4].mul_add(r, P[3]).mul_add(r, P[2]).mul_add(r, P[1]).mul_add(r, P[0]);
+        let p = P[4]
+            .mul_add(r, P[3])
+            .mul_add(r, P[2])
+            .mul_add(r, P[1])
+            .mul_add(r, P[0]);
         // The linear term from hi and lo apart (r rounded them together).
         let y = 1.0 + (hi + (r * r).mul_add(p, -lo));
         let y = y * pow2_f32(k >> 1) * pow2_f32(k - (k >> 1));
