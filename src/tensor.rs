@@ -153,7 +153,7 @@ impl Tensor {
     ///
     /// ```
     /// use dlbridge::{DType, Tensor};
-    /// let t = Tensor::from_vec(vec![1f32, 2, 3, 4, 5, 6], &[2, 3])?.t()?;
+    /// let t = Tensor::from_vec(vec![1f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?.t()?;
     /// assert_eq!(t.empty_like(DType::F64)?.strides()?, vec![1, 3]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
