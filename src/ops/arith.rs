@@ -5,6 +5,7 @@ use super::{Operand, check_computable, device_of, lift_cpu_scalar, result_type};
 use crate::backend::{self, BinaryOp, CompareOp, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
 use crate::{Category, DType, Result, Scalar, Tensor, bail};
+use smallvec::{SmallVec, smallvec};
 
 fn is_bool(op: &Operand) -> bool {
     match op {
@@ -165,10 +166,10 @@ fn elementwise<R>(
 }
 
 /// The tensors of an elementwise op, in argument order (a number is none).
-fn operands<'a>(lhs: &'a Tensor, rhs: &Rhs<'a>) -> Vec<&'a Tensor> {
+fn operands<'a>(lhs: &'a Tensor, rhs: &Rhs<'a>) -> SmallVec<[&'a Tensor; 2]> {
     match rhs {
-        Rhs::Tensor(r) => vec![lhs, r],
-        Rhs::Scalar { .. } => vec![lhs],
+        Rhs::Tensor(r) => smallvec![lhs, *r],
+        Rhs::Scalar { .. } => smallvec![lhs],
     }
 }
 
