@@ -60,7 +60,7 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         if contiguous {
             // One memcpy, split across threads past a size, as torch's
             // `clone()` is.
-            let (from, to) = (src.data_ptr().addr(), dst.data_ptr().addr());
+            let (from, to) = (src.data_ptr() as usize, dst.data_ptr() as usize);
             for_range(dst.nbytes(), PARALLEL_MIN * 4, 64, |a, b| {
                 // SAFETY: both ranges hold numel elements and do not
                 // overlap; each piece is a part of them.
