@@ -43,8 +43,17 @@ impl Layout {
         out_size: usize,
     ) -> Layout {
         let contiguous = || Layout::contiguous(shape.to_vec(), out_size);
+        // Row-major operands without size-1 dimensions give a row-major
+        // output whatever their shapes and a number beside them: no sort
+        // (a small op's hot path).
+        if operands
+            .iter()
+            .all(|(l, s)| l.is_contiguous(*s) && l.shape.iter().all(|&n| n > 1))
+        {
+            return contiguous();
+        }
         let same_shape = !with_number && operands.iter().all(|(l, _)| l.shape == shape);
-        if operands.is_empty() || operands.iter().all(|(l, s)| l.is_contiguous(*s)) && same_shape {
+        if same_shape && operands.iter().all(|(l, s)| l.is_contiguous(*s)) {
             return contiguous();
         }
         if same_shape

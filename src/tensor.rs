@@ -10,6 +10,7 @@ use crate::cpu;
 use crate::layout::{Layout, Selection, checked_numel};
 use crate::storage::Storage;
 use crate::{DType, Device, Result, Scalar, bail};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// An n-dimensional array on a device: shared memory ([`Storage`]), a
@@ -178,13 +179,7 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
-        // Row-major operands without size-1 dimensions give a row-major
-        // output by either rule: skip the sort (a small op's hot path).
-        let plain = |t: &&Tensor| t.is_contiguous() && t.shape().iter().all(|&n| n > 1);
-        if operands.iter().all(plain) {
-            return Tensor::alloc_as(shape, None, dtype, device, false);
-        }
-        let sized: Vec<(&Layout, usize)> = operands
+        let sized: SmallVec<[(&Layout, usize); 2]> = operands
             .iter()
             .map(|t| (&t.layout, t.dtype.size()))
             .collect();
