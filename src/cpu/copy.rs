@@ -11,10 +11,9 @@
 
 use super::cast::cast_contiguous;
 use super::parallel::{for_each, for_range, threads};
-use super::strided::{Dim, for_each_offset, view, view_mut, walk};
+use super::strided::{self, Dim, for_each_offset, view, view_mut, walk};
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
-use std::cmp::Reverse;
 
 /// Elements past which a strided copy splits across threads.
 const PARALLEL_MIN: usize = 1 << 16;
@@ -48,7 +47,7 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         return Ok(());
     }
     let permuted;
-    let (dst, src) = match memory_order(dst) {
+    let (dst, src) = match memory_permutation(dst) {
         Some(dims) => {
             permuted = (dst.permute(&dims)?, src.permute(&dims)?);
             (&permuted.0, permuted.1)
@@ -110,20 +109,11 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// permuted destination (a transpose's `clone()` or cast) then runs over
 /// both sides in the destination's order, a contiguous pass when the source
 /// is permuted alike.
-fn memory_order(dst: &Tensor) -> Option<Vec<i64>> {
+fn memory_permutation(dst: &Tensor) -> Option<Vec<i64>> {
     if dst.is_contiguous() {
         return None;
     }
-    let (shape, strides) = (dst.shape(), &dst.layout().strides);
-    let mut dims: Vec<usize> = (0..shape.len()).collect();
-    // Size-1 dimensions are never stepped: outermost.
-    dims.sort_by_key(|&d| {
-        Reverse(if shape[d] == 1 {
-            usize::MAX
-        } else {
-            strides[d].unsigned_abs()
-        })
-    });
+    let dims = strided::memory_order(dst.shape(), &dst.layout().strides);
     dims.iter()
         .enumerate()
         .any(|(i, &d)| i != d)

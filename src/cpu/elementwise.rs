@@ -14,7 +14,7 @@
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::narrow::CHUNK;
-use super::strided::{view, view_mut};
+use super::strided::{memory_order, view, view_mut};
 use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
@@ -107,14 +107,10 @@ struct Plan {
 
 impl Plan {
     fn new(shape: &[usize], operands: [&[isize]; 3]) -> Plan {
-        // The output's memory order, outermost first (its largest stride),
-        // as TensorIterator reorders: a permuted output (a transpose's
-        // `clone()` or `+ 1`) is then walked as rows, not across them.
-        let mut order: SmallVec<[usize; DIMS]> =
-            (0..shape.len()).filter(|&d| shape[d] != 1).collect();
-        order.sort_by_key(|&d| std::cmp::Reverse(operands[0][d].unsigned_abs()));
+        // The output's memory order, its size-1 dimensions dropped.
+        let order = memory_order(shape, operands[0]);
         let mut dims: SmallVec<[(usize, [isize; 3]); DIMS]> = SmallVec::new();
-        for &d in order.iter().rev() {
+        for &d in order.iter().rev().filter(|&&d| shape[d] != 1) {
             let st = [operands[0][d], operands[1][d], operands[2][d]];
             if let Some((inner, ist)) = dims.last_mut()
                 && (0..3).all(|k| st[k] == ist[k] * *inner as isize)

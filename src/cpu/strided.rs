@@ -2,6 +2,8 @@
 
 use crate::{Element, Tensor};
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+use smallvec::SmallVec;
+use std::cmp::Reverse;
 
 /// Element strides with negative axes flipped, plus the pointer to the
 /// lowest-addressed element: the form ndarray's raw constructors accept.
@@ -71,6 +73,23 @@ pub(crate) unsafe fn view_mut<T: Element>(t: &Tensor) -> Option<ArrayViewMutD<'_
     Some(v)
 }
 
+/// The dimensions in memory order, outermost (largest stride) first, as
+/// TensorIterator reorders: a loop or copy in this order walks a permuted
+/// layout (a transpose's `clone()`, cast or `+ 1`) as rows, not across
+/// them. Size-1 dimensions, never stepped, come first of all; ties keep
+/// their order.
+pub(crate) fn memory_order(shape: &[usize], strides: &[isize]) -> SmallVec<[usize; 6]> {
+    let mut dims: SmallVec<[usize; 6]> = (0..shape.len()).collect();
+    dims.sort_by_key(|&d| {
+        Reverse(if shape[d] == 1 {
+            usize::MAX
+        } else {
+            strides[d].unsigned_abs()
+        })
+    });
+    dims
+}
+
 /// Calls `f` with the byte offset (from element 0) of every element, in
 /// row-major order.
 pub(crate) fn for_each_offset(shape: &[usize], strides: &[isize], mut f: impl FnMut(isize)) {
@@ -136,5 +155,20 @@ pub(crate) fn walk(dims: &[Dim], start: usize, len: usize, mut f: impl FnMut(usi
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_order;
+
+    #[test]
+    fn memory_order_puts_size_one_first_then_largest_stride() {
+        // A transpose of a 3x4: dimension 1 steps 3 elements, 0 steps 1.
+        assert_eq!(memory_order(&[3, 4], &[1, 3])[..], [1, 0]);
+        // Size 1 first whatever its stride; ties (the negative stride's
+        // magnitude equals the other) keep their order.
+        assert_eq!(memory_order(&[2, 1, 2], &[-2, 7, 2])[..], [1, 0, 2]);
+        assert_eq!(memory_order(&[], &[])[..], [] as [usize; 0]);
     }
 }
