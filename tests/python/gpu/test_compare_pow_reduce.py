@@ -8,8 +8,8 @@ NotImplementedError.
 
 Results must equal the CPU's bit for bit, except float powers (CUDA's powf and pow are
 within a few units in the last place of the C library's) and sums of random floats (float64
-accumulation in another order: narrower floats within a unit of the CPU's, float64 within the
-error bound of summation in any order). Reduction data sit on a grid of 1/8, so their float64 sums
+accumulation: narrower floats within a unit of the float64 sum rounded once, float64 within
+the error bound of summation in any order). Reduction data sit on a grid of 1/8, so their float64 sums
 are exact in any order and must match exactly too."""
 
 import operator
@@ -398,14 +398,23 @@ def test_long_reductions_take_every_path(name, rng):
 
 @pytest.mark.parametrize("name", [n for n in FLOAT_NAMES if n != "float64"])
 def test_sums_of_random_floats_within_rounding(name, rng):
-    """Narrower floats accumulate in float64 on both devices and round once: the CPU's result
-    to one unit in the last place."""
+    """Narrower floats accumulate in float64 on the GPU and round once: within a unit in the
+    last place of the float64 sum (or mean) rounded to the dtype. The CPU's float32 lanes
+    (docs/benchmarks.md) are no reference here: where rows cancel, their rounding exceeds a
+    unit of the result, which the CPU tests bound on their own."""
     a = rand_array(rng, name, (64, 20_011))
     t = cuda_from(a)
+    wide_a = a.astype(np.float64)
     problems = {}
     for dim in (None, 0, 1):
-        problems[f"sum dim={dim}"] = like_cpu(lambda x: x.sum() if dim is None else x.sum(dim), t, rtol_eps=1)
-        problems[f"mean dim={dim}"] = like_cpu(lambda x: x.mean() if dim is None else x.mean(dim), t, rtol_eps=1)
+        total = wide_a.sum(axis=dim)
+        n = a.size if dim is None else a.shape[dim]
+        for what, f, want in (("sum", lambda x: x.sum() if dim is None else x.sum(dim), total),
+                              ("mean", lambda x: x.mean() if dim is None else x.mean(dim), total / n)):
+            got = f(t)
+            problems[f"{what} dim={dim}"] = (
+                f"result {got!r} is not a CUDA tensor" if not got.is_cuda
+                else diff(got, np.asarray(want).astype(a.dtype), rtol_eps=1))
     assert_no_problems(problems)
 
 
