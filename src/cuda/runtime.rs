@@ -526,7 +526,7 @@ impl Gpu {
         Ok(f)
     }
 
-    /// Launches `f` on [`STREAM`] with `blocks` blocks of 256 threads.
+    /// Launches `f` on [`STREAM`] with `blocks` blocks of `threads` threads.
     ///
     /// # Safety
     /// `params` must match the kernel's parameter list, and every pointer in
@@ -535,17 +535,17 @@ impl Gpu {
         &self,
         f: sys::CUfunction,
         name: &str,
-        blocks: u32,
+        (blocks, threads): (u32, u32),
         params: &mut [*mut c_void],
     ) -> Result<()> {
         let _ctx = self.bind()?;
         // SAFETY: forwarded from the caller.
-        unsafe { cu::launch_kernel(f, (blocks.max(1), 1, 1), (256, 1, 1), 0, STREAM, params) }
+        unsafe { cu::launch_kernel(f, (blocks.max(1), 1, 1), (threads, 1, 1), 0, STREAM, params) }
             .map_err(|e| driver_error(e, &format!("launching kernel {name}")))
     }
 
-    /// Grid size for `units` work items of one thread each, grid-stride
-    /// beyond a few waves.
+    /// Blocks of 256 threads for `units` work items of one thread each, at
+    /// most 32 per SM (the reductions' passes loop beyond that).
     pub fn blocks_for(&self, units: usize) -> u32 {
         let wanted = units.div_ceil(256).max(1);
         wanted.min(self.sm_count as usize * 32) as u32

@@ -171,15 +171,23 @@ pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
     (v as *mut T).cast()
 }
 
-/// How many blocks a launch gets.
+/// How a launch's threads are laid out.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Grid {
-    /// Enough 256-thread blocks for this many threads (capped: the kernels
-    /// are grid-stride loops).
+    /// One thread per unit (an element, or a 16-byte pack) in 128-thread
+    /// blocks, as PyTorch launches its elementwise kernels: on an H100 this
+    /// streamed 1-4% faster than a grid-stride loop over a capped grid. The
+    /// kernels still loop, so a grid past the hardware's limit is covered.
     Units(usize),
-    /// Exactly this many blocks.
+    /// Exactly this many blocks of 256 threads (the reductions' shared
+    /// memory is sized for 256).
     Blocks(u32),
 }
+
+/// Threads per block of [`Grid::Units`] launches.
+const UNIT_BLOCK: u32 = 128;
+/// The most blocks one launch's x dimension takes (CUDA's limit, 2^31 - 1).
+const MAX_BLOCKS: usize = i32::MAX as usize;
 
 /// The one way a kernel of `file` is launched: `dlb_*` function `name`
 /// (compiled for `tag`) with `params`, on dlbridge's stream of `gpu`.
@@ -192,15 +200,18 @@ pub(super) fn launch(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     let f = gpu.function(file, tag, name)?;
-    let blocks = match grid {
-        Grid::Units(units) => gpu.blocks_for(units),
-        Grid::Blocks(blocks) => blocks,
+    let (blocks, threads) = match grid {
+        Grid::Units(units) => {
+            let blocks = units.div_ceil(UNIT_BLOCK as usize).clamp(1, MAX_BLOCKS);
+            (blocks as u32, UNIT_BLOCK)
+        }
+        Grid::Blocks(blocks) => (blocks, 256),
     };
     // SAFETY: callers build `params` to match the kernel's signature in
     // kernels/*.cu, from locals that outlive this call (cuLaunchKernel copies
     // the values), and device pointers kept alive by their tensors' storages
     // (freed in stream order after the kernel).
-    unsafe { gpu.launch(f, name, blocks, params) }
+    unsafe { gpu.launch(f, name, (blocks, threads), params) }
 }
 
 /// Whether every pointer allows 16-byte vector loads and stores.
