@@ -121,8 +121,37 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-# Every CUDA request on this machine (no CUDA backend) must say this.
+# Every CUDA request on a machine without a CUDA device must say this.
 NO_CUDA = r"(?i)no CUDA device or driver"
+
+
+def without_cuda():
+    """Marks a test of what dlbridge does without a CUDA device: skipped where one is present
+    (tests/python/gpu checks the device)."""
+    import dlbridge
+
+    return pytest.mark.skipif(dlbridge.cuda.is_available(), reason="a CUDA device is present")
+
+
+def cuda_or_no_cuda_error(make):
+    """make() asks for a CUDA tensor: where a CUDA device is present it must give one on
+    cuda:0, where none is it must raise the no-CUDA RuntimeError."""
+    import dlbridge
+
+    if dlbridge.cuda.is_available():
+        t = make()
+        assert isinstance(t, dlbridge.Tensor) and t.device == dlbridge.device("cuda", 0), t
+    else:
+        with pytest.raises(RuntimeError, match=NO_CUDA):
+            make()
+
+
+def jax_on_cpu():
+    """A context in which JAX puts new arrays on its CPU client: its default device is a GPU
+    where one is present, and the tests outside tests/python/gpu are about the CPU exchange."""
+    import jax
+
+    return jax.default_device(jax.devices("cpu")[0])
 
 # (name, numpy dtype). The name is both the dlbridge and the torch attribute.
 DTYPES = [

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import NO_CUDA, ptr
+from conftest import cuda_or_no_cuda_error, ptr
 
 
 def dtype_name(dt):
@@ -158,10 +158,8 @@ def test_tensor_requires_grad_on_int_raises_like_torch():
 
 def test_tensor_device():
     assert db.tensor([1], device="cpu").device == db.device("cpu")
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.tensor([1], device="cuda")
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.tensor([1], device="cuda:0")
+    cuda_or_no_cuda_error(lambda: db.tensor([1], device="cuda"))
+    cuda_or_no_cuda_error(lambda: db.tensor([1], device="cuda:0"))
 
 
 def test_tensor_zero_d():
@@ -242,10 +240,8 @@ def test_shape_factories_non_float_dtype(factory, dtype):
 def test_shape_factories_device(factory):
     assert factory(2, device="cpu").device.type == "cpu"
     assert factory(2, device=db.device("cpu")).device.type == "cpu"
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        factory(2, device="cuda")
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        factory(2, device=0)
+    cuda_or_no_cuda_error(lambda: factory(2, device="cuda"))
+    cuda_or_no_cuda_error(lambda: factory(2, device=0))
 
 
 def test_zeros_ones_values():
@@ -289,8 +285,7 @@ def test_arange_like_torch(args, kwargs):
 
 def test_arange_device():
     assert db.arange(3, device="cpu").tolist() == [0, 1, 2]
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.arange(3, device="cuda")
+    cuda_or_no_cuda_error(lambda: db.arange(3, device="cuda"))
 
 
 @pytest.mark.parametrize("args", [(3,), (2, 3), (3, 2), (0,), (1,)], ids=str)
@@ -305,8 +300,7 @@ def test_eye_dtype_device():
     assert db.eye(2, dtype=db.int64).tolist() == [[1, 0], [0, 1]]
     assert db.eye(2, dtype=db.int64).dtype is db.int64
     assert db.eye(2, device="cpu").device.type == "cpu"
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        db.eye(2, device="cuda:0")
+    cuda_or_no_cuda_error(lambda: db.eye(2, device="cuda:0"))
 
 
 def test_rand_values_in_unit_interval():
@@ -368,8 +362,7 @@ def test_like_factories_dtype_and_device_overrides(make):
     src = db.zeros(2, 3)
     assert make(src, dtype=db.float64).dtype is db.float64
     assert make(src, device="cpu").device.type == "cpu"
-    with pytest.raises(RuntimeError, match=NO_CUDA):
-        make(src, device="cuda")
+    cuda_or_no_cuda_error(lambda: make(src, device="cuda"))
 
 
 def test_like_factories_keep_int_dtype():

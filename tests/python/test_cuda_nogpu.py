@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import dlbridge as db
-from conftest import NO_CUDA, run_python
+from conftest import NO_CUDA, run_python, without_cuda
 
 KERNEL_FILES = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "kernels").glob("*.cu"))
 
-no_gpu = pytest.mark.skipif(db.cuda.is_available(), reason="a CUDA device is present")
+no_gpu = without_cuda()
 
 
 @no_gpu

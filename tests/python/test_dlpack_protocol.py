@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import DTYPE_NAMES, NO_CUDA, collect, is_capsule, ptr, sample
+from conftest import DTYPE_NAMES, NO_CUDA, collect, is_capsule, ptr, sample, without_cuda
 
 
 # --------------------------------------------------------------------------- from_dlpack sources
@@ -103,6 +103,7 @@ def test_from_dlpack_device_cpu(device):
     assert t.data_ptr() == ptr(a)
 
 
+@without_cuda()
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", db.device("cuda")], ids=["cuda", "cuda:0", "device"])
 def test_from_dlpack_device_cuda_raises(device):
     with pytest.raises(RuntimeError, match=NO_CUDA):
@@ -185,6 +186,7 @@ def test_dlpack_dl_device_cpu_is_fine():
     assert db.from_dlpack(c).data_ptr() == t.data_ptr()
 
 
+@without_cuda()
 @pytest.mark.parametrize("dl_device", [(2, 0), (2, 1)])
 def test_dlpack_dl_device_cuda_raises_buffer_error(dl_device):
     with pytest.raises(BufferError):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import DTYPE_NAMES, NO_CUDA, sample
+from conftest import DTYPE_NAMES, NO_CUDA, sample, without_cuda
 
 # --------------------------------------------------------------------------- dtypes
 
@@ -160,6 +160,7 @@ def test_device_of_wrong_type_raises_type_error():
         db.device(1.5)
 
 
+@without_cuda()
 def test_cuda_module_reports_no_cuda():
     assert db.cuda.is_available() is False
     assert db.cuda.device_count() == 0

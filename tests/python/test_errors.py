@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import dlbridge as db
+from conftest import NO_CUDA, without_cuda
 
 
 def _iadd_float(m):
@@ -117,8 +118,6 @@ def test_not_implemented_errors_keep_their_class():
 # Errors whose wording is dlbridge's own (CUDA, read-only memory, DLPack capsules): checked by
 # class and by the documented fragment.
 
-NO_CUDA = r"(?i)no CUDA device or driver"
-
 
 @pytest.mark.parametrize("call", [
     lambda: db.zeros(2, device="cuda"),
@@ -128,6 +127,7 @@ NO_CUDA = r"(?i)no CUDA device or driver"
     lambda: db.from_dlpack(np.zeros(2), device="cuda"),
     lambda: db.eye(2, device=0),
 ], ids=["zeros", "tensor", "cuda()", "to", "from_dlpack", "eye"])
+@without_cuda()
 def test_cuda_errors(call):
     with pytest.raises(RuntimeError, match=NO_CUDA):
         call()

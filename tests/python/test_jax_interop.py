@@ -14,7 +14,15 @@ import jax.dlpack  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import dlbridge as db  # noqa: E402
-from conftest import DTYPE_NAMES, collect, sample  # noqa: E402
+from conftest import DTYPE_NAMES, collect, jax_on_cpu, sample  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _on_jax_cpu():
+    """New JAX arrays on its CPU client, also where a GPU is JAX's default device."""
+    with jax_on_cpu():
+        yield
+
 
 IMPORTERS = {"jnp.from_dlpack": jnp.from_dlpack, "jax.dlpack.from_dlpack": jax.dlpack.from_dlpack}
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import dlbridge as db
+from conftest import jax_on_cpu
 from dlpack_abi import (DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor, capsule_pointer,
                         new_capsule)
 
@@ -134,7 +135,8 @@ def test_jax_exchange_is_zero_copy_both_ways(name):
     jax = pytest.importorskip("jax")
     jnp = pytest.importorskip("jax.numpy")
     x = np.array([1.5, -2.0, 0.25, 3.0], dtype=np.float32).astype(getattr(ml_dtypes, name))
-    j = jnp.asarray(x)
+    with jax_on_cpu():
+        j = jnp.asarray(x)
     t = db.from_dlpack(j)
     assert t.dtype is getattr(db, name) and t.is_read_only
     assert t.data_ptr() == j.unsafe_buffer_pointer()
@@ -148,7 +150,8 @@ def test_jax_exchange_is_zero_copy_both_ways(name):
 def test_jax_packed_float4_reads_as_pytorch_pairs():
     jnp = pytest.importorskip("jax.numpy")
     values = np.array([0.5, 1, 1.5, 2, 3, 4, 6, -1], dtype=ml_dtypes.float4_e2m1fn)
-    j = jnp.asarray(values.reshape(2, 4))
+    with jax_on_cpu():
+        j = jnp.asarray(values.reshape(2, 4))
     t = db.from_dlpack(j)
     assert t.dtype is db.float4_e2m1fn_x2 and t.shape == (2, 2)
     assert t.data_ptr() == j.unsafe_buffer_pointer()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import dlbridge as db
-from conftest import DTYPE_NAMES, NO_CUDA, ptr
+from conftest import DTYPE_NAMES, NO_CUDA, ptr, without_cuda
 
 
 def pair(data=None, dtype="float64"):
@@ -234,6 +234,7 @@ CUDA_MOVES = {
 }
 
 
+@without_cuda()
 @pytest.mark.parametrize("move", CUDA_MOVES.values(), ids=CUDA_MOVES.keys())
 def test_cuda_moves_raise_no_cuda(move):
     t = db.tensor([1.0, 2.0])
