@@ -182,3 +182,56 @@ pub(super) fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
         .fold(0i64, |s, &x| s.wrapping_add(f(x)));
     acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NumPy's `pairwise_sum`, transcribed plainly (one leaf at a time).
+    fn reference(a: &[f64]) -> f64 {
+        let n = a.len();
+        if n < 8 {
+            return a.iter().fold(0.0, |s, &x| s + x);
+        }
+        if n <= 128 {
+            let mut r = [0.0; 8];
+            r.copy_from_slice(&a[..8]);
+            let mut i = 8;
+            while i + 8 <= n {
+                for j in 0..8 {
+                    r[j] += a[i + j];
+                }
+                i += 8;
+            }
+            let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            return a[i..].iter().fold(res, |s, &x| s + x);
+        }
+        let n2 = n / 2;
+        let n2 = n2 - n2 % 8;
+        reference(&a[..n2]) + reference(&a[n2..])
+    }
+
+    #[test]
+    fn numpy_pairwise_keeps_numpys_bits_at_every_length() {
+        // Values of every magnitude and sign, so that a changed order shows.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<f64> = (0..5000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let m = (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                m * 2f64.powi((x % 60) as i32 - 30)
+            })
+            .collect();
+        let lengths = if cfg!(miri) {
+            vec![0, 7, 129, 300, 520]
+        } else {
+            (0..5000).collect()
+        };
+        for n in lengths {
+            let (got, want) = (numpy_pairwise(&data[..n]), reference(&data[..n]));
+            assert_eq!(got.to_bits(), want.to_bits(), "length {n}");
+        }
+    }
+}
