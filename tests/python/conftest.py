@@ -153,6 +153,7 @@ def jax_on_cpu():
 
     return jax.default_device(jax.devices("cpu")[0])
 
+
 # (name, numpy dtype). The name is both the dlbridge and the torch attribute.
 DTYPES = [
     ("bool", np.dtype(np.bool_)),
