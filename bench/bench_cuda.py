@@ -150,6 +150,45 @@ def bench_host_copy(cfg, sync):
     return gbps(4 * n, one), gbps(4 * n, many)
 
 
+def bench_registered(cfg, sync):
+    """Pageable NumPy memory registered with the driver for each copy (cudaHostRegister,
+    cudaMemcpy, cudaHostUnregister), both ways, GB/s including the pinning: whether
+    DMA straight from the user's pages could beat the pinned staging's bound, the host's
+    memcpy (rows 1b-2f). A reference for the next change, not a dlbridge row; None where
+    torch's cudart refuses."""
+    nbytes = cfg.xfer_mib * MiB
+    a = np.random.default_rng(2).random(nbytes // 4, dtype=np.float32)
+    back = np.zeros_like(a)
+    dev = torch.empty(a.size, device="cuda")
+    cudart = torch.cuda.cudart()
+
+    def through_registered(host, copy):
+        ptr = host.ctypes.data
+        if int(cudart.cudaHostRegister(ptr, host.nbytes, 0)) != 0:
+            raise RuntimeError("cudaHostRegister refused the pages")
+        try:
+            copy()
+        finally:
+            torch.cuda.synchronize()
+            cudart.cudaHostUnregister(ptr)
+
+    def h2d():
+        through_registered(a, lambda: dev.copy_(torch.from_numpy(a), non_blocking=True))
+
+    def d2h():
+        through_registered(back, lambda: torch.from_numpy(back).copy_(dev, non_blocking=True))
+
+    try:
+        t_h2d, t_d2h = gpu_seconds([h2d, d2h], cfg.xfer_loops, cfg.xfer_samples, sync)
+    except (RuntimeError, AttributeError) as e:
+        print(f"pageable registered per call: not measured ({e})")
+        return None, None
+    if not np.array_equal(back, a):
+        print("pageable registered per call: the copies came back wrong; not counted")
+        return None, None
+    return gbps(nbytes, t_h2d), gbps(nbytes, t_d2h)
+
+
 def bench_copy_bw(cfg, sync):
     """Device-to-device copy bandwidth (torch dst.copy_(src)), read + write bytes."""
     n = cfg.elems
@@ -296,6 +335,7 @@ def main():
     pinned_d2h = bench_d2h(db, cfg, rows, sync)
     copy_bw = bench_copy_bw(cfg, sync)
     host_one, host_many = bench_host_copy(cfg, sync)
+    reg_h2d, reg_d2h = bench_registered(cfg, sync)
     bench_elementwise(db, cfg, rows, sync, copy_bw)
     bench_sum(db, cfg, rows, sync, copy_bw)
     bench_exchange(db, cfg, rows)
@@ -303,6 +343,9 @@ def main():
     print(f"reference bandwidths: pinned H2D {pinned_h2d:.1f} GB/s, pinned D2H {pinned_d2h:.1f} GB/s, "
           f"D2D copy {copy_bw:.1f} GB/s (read+write); host memcpy {host_one:.1f} GB/s on one thread, "
           f"{host_many:.1f} GB/s on torch's {torch.get_num_threads()}")
+    if reg_h2d is not None:
+        print(f"pageable memory registered per call (register, copy, unregister): H2D {reg_h2d:.1f} GB/s, "
+              f"D2H {reg_d2h:.1f} GB/s")
 
     counted = [r for r in rows if r["passed"] is not None]
     failed = [r["row"] for r in counted if not r["passed"]]
@@ -312,7 +355,8 @@ def main():
     RESULTS.write_text(json.dumps(dict(impl=args.impl, quick=args.quick, machine=info, config=vars(cfg),
                                        reference_gbps=dict(pinned_h2d=pinned_h2d, pinned_d2h=pinned_d2h,
                                                            d2d_copy=copy_bw, host_copy_1_thread=host_one,
-                                                           host_copy_torch_threads=host_many),
+                                                           host_copy_torch_threads=host_many,
+                                                           registered_h2d=reg_h2d, registered_d2h=reg_d2h),
                                        rows=rows), indent=2))
     print(f"wrote {RESULTS}")
     return 1 if args.check and failed else 0
