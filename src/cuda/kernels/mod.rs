@@ -184,6 +184,19 @@ pub(super) enum Grid {
     Blocks(u32),
 }
 
+impl Grid {
+    /// (blocks, threads per block) of the launch.
+    fn shape(self) -> (u32, u32) {
+        match self {
+            Grid::Units(units) => {
+                let blocks = units.div_ceil(UNIT_BLOCK as usize).clamp(1, MAX_BLOCKS);
+                (blocks as u32, UNIT_BLOCK)
+            }
+            Grid::Blocks(blocks) => (blocks, 256),
+        }
+    }
+}
+
 /// Threads per block of [`Grid::Units`] launches.
 const UNIT_BLOCK: u32 = 128;
 /// The most blocks one launch's x dimension takes (CUDA's limit, 2^31 - 1).
@@ -200,13 +213,7 @@ pub(super) fn launch(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     let f = gpu.function(file, tag, name)?;
-    let (blocks, threads) = match grid {
-        Grid::Units(units) => {
-            let blocks = units.div_ceil(UNIT_BLOCK as usize).clamp(1, MAX_BLOCKS);
-            (blocks as u32, UNIT_BLOCK)
-        }
-        Grid::Blocks(blocks) => (blocks, 256),
-    };
+    let (blocks, threads) = grid.shape();
     // SAFETY: callers build `params` to match the kernel's signature in
     // kernels/*.cu, from locals that outlive this call (cuLaunchKernel copies
     // the values), and device pointers kept alive by their tensors' storages
@@ -229,6 +236,17 @@ mod tests {
             ix.shape[..n].to_vec(),
             (0..3).map(|k| ix.strides[k][..n].to_vec()).collect(),
         )
+    }
+
+    #[test]
+    fn unit_launches_give_each_unit_a_thread_within_cudas_grid_limit() {
+        assert_eq!(Grid::Units(0).shape(), (1, 128));
+        assert_eq!(Grid::Units(128).shape(), (1, 128));
+        assert_eq!(Grid::Units(129).shape(), (2, 128));
+        assert_eq!(Grid::Units(1 << 26).shape(), (1 << 19, 128));
+        // Past 2^31 - 1 blocks the kernels' grid-stride loops cover the rest.
+        assert_eq!(Grid::Units(usize::MAX).shape(), (i32::MAX as u32, 128));
+        assert_eq!(Grid::Blocks(7).shape(), (7, 256));
     }
 
     #[test]
