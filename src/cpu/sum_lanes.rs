@@ -77,16 +77,24 @@ pub(super) fn lanes_f64<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
 /// 15 times over a block of 128, then its float32 tree rounds again).
 pub(super) const F32_ADDS: usize = 8;
 
-/// The sum of a run in float32 lanes, as many as the run fills (as
-/// [`lanes_f64`]), flushed to float64 lanes every [`F32_ADDS`] chunks: the
-/// error of NumPy's pairwise float32 sum at most, at nearly the cost of
-/// float32 additions (accumulating every element in float64 cost 2-3x
-/// torch's float32 sums).
+/// Runs from this length get [`LANES`] float32 lanes in [`lanes_f32`].
+/// 16 lanes are as fast at every length (their blocks of [`F32_ADDS`]
+/// chunks overlap in the CPU), and 64 cost a long tree per run (`sum(dim=1)`
+/// float32 300x300 ran 2.2x torch's); but with only two tiers LLVM's SLP
+/// vectoriser split the 16 lanes into pairs (`xmm`, 1.7x slower), so the
+/// long tier stays, where its tree is cheap. `bench_ops.py` watches it.
+const LONG_RUN: usize = 4096;
+
+/// The sum of a run in float32 lanes: 4 in a run shorter than 64, 16 up to
+/// [`LONG_RUN`], [`LANES`] from there, flushed to float64 lanes every
+/// [`F32_ADDS`] chunks: the error of NumPy's pairwise float32 sum at most,
+/// at nearly the cost of float32 additions (accumulating every element in
+/// float64 cost 2-3x torch's float32 sums).
 #[inline(always)]
 pub(super) fn lanes_f32<X: Copy>(xs: &[X], f: impl Fn(X) -> f32) -> f64 {
     if xs.len() < 64 {
         lanes_f32_n::<4, X>(xs, |c| c.map(&f), &f)
-    } else if xs.len() < SHORT_RUN {
+    } else if xs.len() < LONG_RUN {
         lanes_f32_n::<16, X>(xs, |c| c.map(&f), &f)
     } else {
         lanes_f32_n::<LANES, X>(xs, |c| c.map(&f), &f)
