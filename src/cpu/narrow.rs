@@ -27,9 +27,6 @@ pub(crate) trait NarrowSlice: Sized + Copy {
     fn widen(src: &[Self], dst: &mut [f32]);
     /// `dst[i] = src[i]` rounded to nearest even; the lengths are equal.
     fn narrow(src: &[f32], dst: &mut [Self]);
-    /// One element widened, where that vectorises inside a loop (a NaN
-    /// may come out signalling: for arithmetic, not for copies).
-    const WIDEN_ONE: Option<fn(Self) -> f32> = None;
     /// A chunk widened, by value, so loops over chunks keep their values
     /// in registers. `simd` is [`isa::avx2`](super::isa::avx2), read once
     /// by the caller: a check per chunk kept the values on the stack for
@@ -53,6 +50,13 @@ pub(crate) trait NarrowSlice: Sized + Copy {
         // SAFETY: the caller's promise, passed on.
         unsafe { Self::widen_chunk(src, simd) }
     }
+    /// `L` elements widened by value, for lanes of any width (sums): by
+    /// F16C 16 at a time where `wide` holds and `L` allows, 8 where `simd`
+    /// does, 4 for a 4-wide chunk, else one by one.
+    ///
+    /// # Safety
+    /// As for [`widen_chunk_wide`](Self::widen_chunk_wide).
+    unsafe fn widen_lanes<const L: usize>(src: [Self; L], simd: bool, wide: bool) -> [f32; L];
     /// A chunk rounded to nearest even into `dst` (`simd` as above).
     ///
     /// # Safety
@@ -117,6 +121,27 @@ impl NarrowSlice for f16 {
     }
 
     #[inline(always)]
+    unsafe fn widen_lanes<const L: usize>(src: [f16; L], simd: bool, wide: bool) -> [f32; L] {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            if wide && L % 16 == 0 {
+                // SAFETY: the CPU has AVX-512 F (the caller's promise).
+                return unsafe { f16c::widen_lanes16(src) };
+            }
+            if simd && L % 8 == 0 {
+                // SAFETY: the CPU has F16C (the caller's promise).
+                return unsafe { f16c::widen_lanes8(src) };
+            }
+            if simd && L == 4 {
+                // SAFETY: as above.
+                return unsafe { f16c::widen_lanes4(src) };
+            }
+        }
+        let _ = (simd, wide);
+        src.map(f16::to_f32)
+    }
+
+    #[inline(always)]
     unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [f16; CHUNK], simd: bool) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         if simd {
@@ -129,8 +154,6 @@ impl NarrowSlice for f16 {
 }
 
 impl NarrowSlice for bf16 {
-    const WIDEN_ONE: Option<fn(bf16) -> f32> = Some(bf16_widened);
-
     #[inline(always)]
     fn widen(src: &[bf16], dst: &mut [f32]) {
         for (d, s) in dst.iter_mut().zip(src) {
@@ -156,10 +179,105 @@ impl NarrowSlice for bf16 {
     }
 
     #[inline(always)]
+    unsafe fn widen_lanes<const L: usize>(src: [bf16; L], simd: bool, wide: bool) -> [f32; L] {
+        // 4-wide chunks by SSE4.1's zero-extension: the compiler split
+        // their shifts (`sum(dim=2)` of 40x20x40, 1.34x torch's). Wider
+        // ones by the shift it vectorises: after intrinsics it scalarised
+        // the 16 lanes' additions (2.5x slower).
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if simd && L == 4 {
+            // SAFETY: the CPU has AVX2 (the caller's promise).
+            return unsafe { f16c::bf16_lanes4(src) };
+        }
+        let _ = (simd, wide);
+        src.map(bf16_widened)
+    }
+
+    #[inline(always)]
     unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [bf16; CHUNK], _simd: bool) {
         Self::narrow(&src, dst);
     }
 }
+
+/// How a loop's elements become float32: a chunk of `L` at a time, by
+/// value (so the loop keeps them in registers), and one at a time (its
+/// tail).
+pub(crate) trait ToF32<X>: Copy {
+    fn chunk<const L: usize>(self, c: [X; L]) -> [f32; L];
+    fn one(self, x: X) -> f32;
+}
+
+/// [`ToF32`] by a function of one element (which the compiler vectorises).
+#[derive(Clone, Copy)]
+pub(crate) struct Each<F>(pub F);
+
+impl<X: Copy, F: Fn(X) -> f32 + Copy> ToF32<X> for Each<F> {
+    #[inline(always)]
+    fn chunk<const L: usize>(self, c: [X; L]) -> [f32; L] {
+        c.map(self.0)
+    }
+    #[inline(always)]
+    fn one(self, x: X) -> f32 {
+        (self.0)(x)
+    }
+}
+
+/// [`ToF32`] for float16 and bfloat16 by [`NarrowSlice::widen_lanes`], the
+/// instruction set a constant (`SIMD`: AVX2 and F16C; `WIDE`: AVX-512), so
+/// a loop holds one path: with the choice a run-time flag, LLVM kept every
+/// path in the loop and spilled its lanes (`sum(dim=1)` float16 900x100,
+/// 1.3x torch). Made by [`with_widened!`].
+#[derive(Clone, Copy)]
+pub(crate) struct Widened<T, const SIMD: bool, const WIDE: bool>(std::marker::PhantomData<T>);
+
+impl<T, const SIMD: bool, const WIDE: bool> Widened<T, SIMD, WIDE> {
+    /// # Safety
+    /// The CPU has AVX2 and F16C where `SIMD`, AVX-512 where `WIDE`.
+    #[inline(always)]
+    pub(crate) unsafe fn new() -> Self {
+        Widened(std::marker::PhantomData)
+    }
+}
+
+impl<T: NarrowSlice, const SIMD: bool, const WIDE: bool> ToF32<T> for Widened<T, SIMD, WIDE> {
+    #[inline(always)]
+    fn chunk<const L: usize>(self, c: [T; L]) -> [f32; L] {
+        // SAFETY: the CPU has what `SIMD` and `WIDE` say (`new`'s promise).
+        unsafe { T::widen_lanes(c, SIMD, WIDE) }
+    }
+    #[inline(always)]
+    fn one(self, x: T) -> f32 {
+        // A chunk of 4 copies where F16C takes 4 at once.
+        if SIMD {
+            self.chunk([x; 4])[0]
+        } else {
+            self.chunk([x])[0]
+        }
+    }
+}
+
+/// `$body` with `$w` the [`Widened`] of `$t` for this CPU (an arm per
+/// instruction set, each compiled with its own constant).
+macro_rules! with_widened {
+    ($t:ty, |$w:ident| $body:expr) => {{
+        use $crate::cpu::isa::{avx2, avx512};
+        use $crate::cpu::narrow::Widened;
+        if avx512() {
+            // SAFETY: the CPU has AVX-512 (and so AVX2 and F16C): checked.
+            let $w = unsafe { Widened::<$t, true, true>::new() };
+            $body
+        } else if avx2() {
+            // SAFETY: the CPU has AVX2 and F16C: checked.
+            let $w = unsafe { Widened::<$t, true, false>::new() };
+            $body
+        } else {
+            // SAFETY: nothing is promised.
+            let $w = unsafe { Widened::<$t, false, false>::new() };
+            $body
+        }
+    }};
+}
+pub(crate) use with_widened;
 
 /// A bfloat16 as float32, its bits shifted (a NaN may stay signalling).
 #[inline(always)]
@@ -188,7 +306,7 @@ pub(crate) fn bf16_round(b: u32) -> bf16 {
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod f16c {
     use super::CHUNK;
-    use half::f16;
+    use half::{bf16, f16};
     use std::arch::x86_64::*;
 
     /// [`NarrowSlice::widen_chunk`](super::NarrowSlice::widen_chunk) by
@@ -221,6 +339,74 @@ mod f16c {
             std::array::from_fn(|k| unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(s.add(k))) });
         // SAFETY: CHUNK / 16 vectors of 16 float32 are CHUNK float32.
         unsafe { std::mem::transmute::<[__m512; CHUNK / 16], [f32; CHUNK]>(v) }
+    }
+
+    /// [`NarrowSlice::widen_lanes`](super::NarrowSlice::widen_lanes) by
+    /// AVX-512's F16C, 16 at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, AVX2 and F16C; `L` is a multiple of 16.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,f16c")]
+    pub(super) unsafe fn widen_lanes16<const L: usize>(src: [f16; L]) -> [f32; L] {
+        let mut out = [0f32; L];
+        let (s, d) = (src.as_ptr().cast::<__m256i>(), out.as_mut_ptr());
+        for k in 0..L / 16 {
+            // SAFETY: vector k of 16 lies inside both arrays.
+            unsafe {
+                _mm512_storeu_ps(d.add(16 * k), _mm512_cvtph_ps(_mm256_loadu_si256(s.add(k))))
+            };
+        }
+        out
+    }
+
+    /// [`widen_lanes16`] 8 at a time (F16C).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C; `L` is a multiple of 8.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen_lanes8<const L: usize>(src: [f16; L]) -> [f32; L] {
+        let mut out = [0f32; L];
+        let (s, d) = (src.as_ptr().cast::<__m128i>(), out.as_mut_ptr());
+        for k in 0..L / 8 {
+            // SAFETY: vector k of 8 lies inside both arrays.
+            unsafe { _mm256_storeu_ps(d.add(8 * k), _mm256_cvtph_ps(_mm_loadu_si128(s.add(k)))) };
+        }
+        out
+    }
+
+    /// [`widen_lanes16`] of 4 (F16C).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C; `L` is 4.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn widen_lanes4<const L: usize>(src: [f16; L]) -> [f32; L] {
+        let mut out = [0f32; L];
+        // SAFETY: 4 float16 (8 bytes) in, 4 float32 out.
+        unsafe {
+            let v = _mm_loadl_epi64(src.as_ptr().cast::<__m128i>());
+            _mm_storeu_ps(out.as_mut_ptr(), _mm_cvtph_ps(v));
+        }
+        out
+    }
+
+    /// [`NarrowSlice::widen_lanes`](super::NarrowSlice::widen_lanes) of 4
+    /// bfloat16: zero-extended (SSE4.1) and shifted into the high half.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `L` is 4.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn bf16_lanes4<const L: usize>(src: [bf16; L]) -> [f32; L] {
+        let mut out = [0f32; L];
+        // SAFETY: 4 bfloat16 (8 bytes) in, 4 float32 out.
+        unsafe {
+            let v = _mm_slli_epi32::<16>(_mm_cvtepu16_epi32(_mm_loadl_epi64(src.as_ptr().cast())));
+            _mm_storeu_ps(out.as_mut_ptr(), _mm_castsi128_ps(v));
+        }
+        out
     }
 
     /// [`NarrowSlice::narrow_chunk`](super::NarrowSlice::narrow_chunk) by F16C.

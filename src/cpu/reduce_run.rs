@@ -13,9 +13,9 @@ use super::extreme::{
     better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_rows_bits,
     extreme_scalar, extreme_values_row, replaces,
 };
-use super::narrow::{CHUNK, NarrowSlice};
+use super::narrow::{CHUNK, Each, NarrowSlice, with_widened};
 use super::parallel::join;
-use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f32_n, lanes_f64, lanes_i64, numpy_pairwise};
+use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f64, lanes_i64, numpy_pairwise};
 use crate::Scalar;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};
@@ -481,7 +481,7 @@ impl Kernel for f32 {
     const AVX512_EXTREME_ROWS: bool = false;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
-        lanes_f32(xs, |x| x)
+        lanes_f32(xs, Each(|x| x))
     }
     fn pairwise(xs: &[Self]) -> f64 {
         f32_halves(xs)
@@ -554,15 +554,6 @@ const BITS_BLOCK: usize = 4096;
 /// (a short row zeroes a short buffer).
 const ROW_BLOCK: usize = 64;
 
-/// The sum of a float16/bfloat16 run shorter than [`SHORT_RUN`], widened
-/// into `buf` first (at least as long as the run).
-#[inline(always)]
-fn widened_short_sum<T: NarrowSlice>(xs: &[T], buf: &mut [f32]) -> f64 {
-    let buf = &mut buf[..xs.len()];
-    T::widen(xs, buf);
-    lanes_f32(buf, |x| x)
-}
-
 /// [`Kernel::extreme_row`] for float16/bfloat16 through float32 buffers of
 /// `N` columns.
 #[inline(always)]
@@ -604,35 +595,19 @@ macro_rules! half_kernel {
             type A = f64;
             #[inline(always)]
             fn leaf_sum(xs: &[Self]) -> f64 {
-                if let Some(widen) = <$t as NarrowSlice>::WIDEN_ONE {
-                    // Widened in the loop itself, without a buffer.
-                    return lanes_f32(xs, widen);
-                }
-                if xs.len() < SHORT_RUN {
-                    return widened_short_sum(xs, &mut [0f32; SHORT_RUN]);
-                }
-                // A chunk (as many elements as lanes) widened at a time, by
-                // value.
-                let (simd, wide) = (super::isa::avx2(), super::isa::avx512());
-                // SAFETY: `simd` and `wide` are `isa::avx2()` and `avx512()`.
-                let chunk = |c: [Self; CHUNK]| unsafe { <$t as NarrowSlice>::widen_chunk_wide(&c, simd, wide) };
-                lanes_f32_n::<LANES, Self>(xs, chunk, |x| x.to_f32())
+                // Widened in the loop, a chunk of lanes at a time.
+                with_widened!(Self, |w| lanes_f32(xs, w))
             }
             fn pairwise(xs: &[Self]) -> f64 {
                 f32_halves(xs)
             }
             #[inline(always)]
             fn short_sums(runs: &[&[Self]], out: &mut [f64]) {
-                // One buffer for the batch (zeroed per run in `leaf_sum`, it
-                // cost as much as a 40-element run's sum), the same sums.
-                let mut buf = [0f32; SHORT_RUN];
-                for (o, xs) in out.iter_mut().zip(runs) {
-                    *o = if <$t as NarrowSlice>::WIDEN_ONE.is_some() {
-                        Self::leaf_sum(xs)
-                    } else {
-                        widened_short_sum(xs, &mut buf)
-                    };
-                }
+                with_widened!(Self, |w| {
+                    for (o, xs) in out.iter_mut().zip(runs) {
+                        *o = lanes_f32(xs, w);
+                    }
+                })
             }
             #[inline(always)]
             fn add_row(acc: &mut [f64], row: &[Self]) {

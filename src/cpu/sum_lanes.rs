@@ -11,6 +11,7 @@
 //! The lanes are plain arrays the compiler vectorises; how many a run gets
 //! depends on its length only, so the bits never depend on the threads.
 
+use super::narrow::ToF32;
 use super::parallel::join;
 use super::reduce_run::{LANES, PARALLEL_MIN, SHORT_RUN};
 
@@ -91,38 +92,34 @@ const LONG_RUN: usize = 4096;
 /// at nearly the cost of float32 additions (accumulating every element in
 /// float64 cost 2-3x torch's float32 sums).
 #[inline(always)]
-pub(super) fn lanes_f32<X: Copy>(xs: &[X], f: impl Fn(X) -> f32) -> f64 {
+pub(super) fn lanes_f32<X: Copy>(xs: &[X], w: impl ToF32<X>) -> f64 {
     if xs.len() < 64 {
-        lanes_f32_n::<4, X>(xs, |c| c.map(&f), &f)
+        lanes_f32_n::<4, X>(xs, w)
     } else if xs.len() < LONG_RUN {
-        lanes_f32_n::<16, X>(xs, |c| c.map(&f), &f)
+        lanes_f32_n::<16, X>(xs, w)
     } else {
-        lanes_f32_n::<LANES, X>(xs, |c| c.map(&f), &f)
+        lanes_f32_n::<LANES, X>(xs, w)
     }
 }
 
-/// `L` float32 lanes over chunks of `L` (`chunk` widens one), flushed to
+/// `L` float32 lanes over chunks of `L` (`w` widens them), flushed to
 /// float64 lanes every [`F32_ADDS`] chunks; the lanes added as a tree,
-/// then the tail (`one` widens an element).
+/// then the tail.
 #[inline(always)]
-pub(super) fn lanes_f32_n<const L: usize, X: Copy>(
-    xs: &[X],
-    chunk: impl Fn([X; L]) -> [f32; L],
-    one: impl Fn(X) -> f32,
-) -> f64 {
+fn lanes_f32_n<const L: usize, X: Copy>(xs: &[X], w: impl ToF32<X>) -> f64 {
     let body = xs.len() - xs.len() % L;
     let mut wide = [0.0f64; L];
     for block in xs[..body].chunks(F32_ADDS * L) {
         let mut acc = [0.0f32; L];
         for c in block.chunks_exact(L) {
-            let values = chunk(c.try_into().expect("chunk"));
+            let values = w.chunk::<L>(c.try_into().expect("chunk"));
             acc.iter_mut().zip(values).for_each(|(a, x)| *a += x);
         }
         wide.iter_mut()
             .zip(acc)
             .for_each(|(w, a)| *w += f64::from(a));
     }
-    lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(one(x)))
+    lanes_total(wide) + lanes_tail(&xs[body..], |x| f64::from(w.one(x)))
 }
 
 /// `L` accumulators over chunks of `L`, the lanes added as a tree, then

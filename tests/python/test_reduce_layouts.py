@@ -147,20 +147,19 @@ def lanes_total(acc: np.ndarray) -> float:
     return float(acc[0])
 
 
-def float32_lanes_sum(x: np.ndarray, long_from: int = 4096) -> float:
+def float32_lanes_sum(x: np.ndarray) -> float:
     """dlbridge's sum of a float32 (or widened float16/bfloat16) run, step for
     step: halves past 2^16 elements cut at multiples of 512; 4, 16 or 64
-    float32 lanes (4 below 64 elements, 64 from `long_from`: 4096 for
-    float32 and bfloat16, 256 for float16, whose long runs are widened 64
-    at a time), each adding 8 chunks before its float64 lane takes the sum;
+    float32 lanes (4 below 64 elements, 64 from 4096, else 16), each adding
+    8 chunks before its float64 lane takes the sum;
     the float64 lanes halved as a tree; the tail in 4 float64 lanes, then
     one by one."""
     x = np.asarray(x, np.float32)
     n = len(x)
     if n >= 1 << 16:
         mid = n // 2 // 512 * 512
-        return float32_lanes_sum(x[:mid], long_from) + float32_lanes_sum(x[mid:], long_from)
-    lanes = 4 if n < 64 else 16 if n < long_from else 64
+        return float32_lanes_sum(x[:mid]) + float32_lanes_sum(x[mid:])
+    lanes = 4 if n < 64 else 16 if n < 4096 else 64
     body = n - n % lanes
     chunks = x[:body].reshape(-1, lanes)
     wide = np.zeros(lanes)
@@ -192,23 +191,24 @@ def float32_column_sums(m: np.ndarray) -> np.ndarray:
     return acc
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_narrow_float_sums_follow_their_documented_order(dtype):
-    """float32 and float16 sums, bit for bit, against the order written out
+    """float32, float16 and bfloat16 sums, bit for bit, against the order written out
     in Python: runs of every length through the lane tiers, the flushes of
     8 chunks, the tails and the halves of long runs; runs along dim 1; and
     columns down rows (8 rows in float32 at a time). Values of very
     different magnitudes, so any other order rounds differently."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
     rng = np.random.default_rng(7)
-    long_from = 4096 if dtype == "float32" else 256
     lengths = [*range(1, 80), 255, 256, 257, 511, 512, 513, 1000, 4095, 4096, 4097, 65_535, 65_536, 70_001, 300_000]
     for n in lengths:
         x = (rng.standard_normal(n) * 2.0 ** rng.integers(-8, 8, n)).astype(dtype)
-        want = np.asarray(float32_lanes_sum(x.astype(np.float32), long_from)).astype(dtype)
+        want = np.asarray(float32_lanes_sum(x.astype(np.float32))).astype(dtype)
         assert db.from_numpy(x).sum().item() == float(want), n
     m = (rng.standard_normal((5, 300)) * 2.0 ** rng.integers(-8, 8, (5, 300))).astype(dtype)
     rows = db.from_numpy(m).sum(1).numpy()
-    want = np.array([float32_lanes_sum(r.astype(np.float32), long_from) for r in m]).astype(dtype)
+    want = np.array([float32_lanes_sum(r.astype(np.float32)) for r in m]).astype(dtype)
     np.testing.assert_array_equal(rows, want)
     for r in (1, 7, 8, 9, 17, 40):
         for c in (3, 64, 70, 300):
