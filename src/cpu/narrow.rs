@@ -124,11 +124,11 @@ impl NarrowSlice for f16 {
     unsafe fn widen_lanes<const L: usize>(src: [f16; L], simd: bool, wide: bool) -> [f32; L] {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
-            if wide && L % 16 == 0 {
+            if wide && L.is_multiple_of(16) {
                 // SAFETY: the CPU has AVX-512 F (the caller's promise).
                 return unsafe { f16c::widen_lanes16(src) };
             }
-            if simd && L % 8 == 0 {
+            if simd && L.is_multiple_of(8) {
                 // SAFETY: the CPU has F16C (the caller's promise).
                 return unsafe { f16c::widen_lanes8(src) };
             }
