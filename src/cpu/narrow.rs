@@ -35,27 +35,13 @@ pub(crate) trait NarrowSlice: Sized + Copy {
     /// # Safety
     /// `simd` only where `isa::avx2()` holds.
     unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [f32; CHUNK];
-    /// [`widen_chunk`](Self::widen_chunk), by 512-bit instructions where
-    /// `wide` ([`isa::avx512`](super::isa::avx512), read once by the
-    /// caller) holds and the type has them (float16: one `vcvtph2ps` per
-    /// 16, where two 256-bit ones and a `vinsertf64x4` joined them for
-    /// 512-bit additions, a third of a sum's loop).
-    ///
-    /// # Safety
-    /// As for [`widen_chunk`](Self::widen_chunk); `wide` only where
-    /// `isa::avx512()` holds.
-    #[inline(always)]
-    unsafe fn widen_chunk_wide(src: &[Self; CHUNK], simd: bool, wide: bool) -> [f32; CHUNK] {
-        let _ = wide;
-        // SAFETY: the caller's promise, passed on.
-        unsafe { Self::widen_chunk(src, simd) }
-    }
     /// `L` elements widened by value, for lanes of any width (sums): by
     /// F16C 16 at a time where `wide` holds and `L` allows, 8 where `simd`
     /// does, 4 for a 4-wide chunk, else one by one.
     ///
     /// # Safety
-    /// As for [`widen_chunk_wide`](Self::widen_chunk_wide).
+    /// As for [`widen_chunk`](Self::widen_chunk); `wide` only where
+    /// `isa::avx512()` holds.
     unsafe fn widen_lanes<const L: usize>(src: [Self; L], simd: bool, wide: bool) -> [f32; L];
     /// A chunk rounded to nearest even into `dst` (`simd` as above).
     ///
@@ -95,18 +81,6 @@ impl NarrowSlice for f16 {
             return unsafe { f16c::narrow(src, dst) };
         }
         dst.convert_from_f32_slice(src)
-    }
-
-    #[inline(always)]
-    unsafe fn widen_chunk_wide(src: &[f16; CHUNK], simd: bool, wide: bool) -> [f32; CHUNK] {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if wide {
-            // SAFETY: the CPU has AVX-512 F (the caller's promise).
-            return unsafe { f16c::widen_chunk512(src) };
-        }
-        let _ = wide;
-        // SAFETY: the caller's promise, passed on.
-        unsafe { Self::widen_chunk(src, simd) }
     }
 
     #[inline(always)]
@@ -323,22 +297,6 @@ mod f16c {
             std::array::from_fn(|k| unsafe { _mm256_cvtph_ps(_mm_loadu_si128(s.add(k))) });
         // SAFETY: CHUNK / 8 vectors of 8 float32 are CHUNK float32.
         unsafe { std::mem::transmute::<[__m256; CHUNK / 8], [f32; CHUNK]>(v) }
-    }
-
-    /// [`NarrowSlice::widen_chunk_wide`](super::NarrowSlice::widen_chunk_wide)
-    /// by AVX-512's F16C, 16 at a time.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F, AVX2 and F16C.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx2,f16c")]
-    pub(super) unsafe fn widen_chunk512(src: &[f16; CHUNK]) -> [f32; CHUNK] {
-        let s = src.as_ptr().cast::<__m256i>();
-        // SAFETY: the chunk holds CHUNK / 16 vectors of 16.
-        let v: [__m512; CHUNK / 16] =
-            std::array::from_fn(|k| unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(s.add(k))) });
-        // SAFETY: CHUNK / 16 vectors of 16 float32 are CHUNK float32.
-        unsafe { std::mem::transmute::<[__m512; CHUNK / 16], [f32; CHUNK]>(v) }
     }
 
     /// [`NarrowSlice::widen_lanes`](super::NarrowSlice::widen_lanes) by

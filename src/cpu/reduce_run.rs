@@ -13,7 +13,7 @@ use super::extreme::{
     better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_rows_bits,
     extreme_scalar, extreme_values_row, replaces,
 };
-use super::narrow::{CHUNK, Each, NarrowSlice, with_widened};
+use super::narrow::{CHUNK, Each, NarrowSlice, ToF32, with_widened};
 use super::parallel::join;
 use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f64, lanes_i64, numpy_pairwise};
 use crate::Scalar;
@@ -234,66 +234,63 @@ fn add_rows_in_registers<T: Kernel>(acc: &mut [T::A], rows: &[T], stride: usize,
     });
 }
 
-/// [`Kernel::add_rows`] for float32: a block of columns at a time in
-/// registers, each column's rows added in float32 [`F32_ADDS`] at a time,
-/// then into its float64 accumulator (every row in float64 cost 1.5-3x
-/// torch's column sums).
+/// [`Kernel::add_rows`] for float32, float16 and bfloat16 (`w` widens
+/// them): a block of [`COLUMNS`] at a time in registers, the last few
+/// columns one by one; each column's rows added in float32 [`F32_ADDS`] at
+/// a time, then into its float64 accumulator (every row in float64 cost
+/// 1.5-3x torch's column sums; float16 widened through a buffer a row for
+/// the columns past a chunk, 1.8x).
 #[inline(always)]
-fn add_rows_f32(acc: &mut [f64], rows: &[f32], stride: usize, count: usize) {
-    in_column_blocks(acc, |c0, block| {
-        let n = block.len();
-        for r0 in (0..count).step_by(F32_ADDS) {
-            let mut sums = [0f32; COLUMNS[0]];
-            let sums = &mut sums[..n];
-            for r in r0..count.min(r0 + F32_ADDS) {
-                let row = row_part(rows, stride, r, c0, n);
-                sums.iter_mut().zip(row).for_each(|(s, &x)| *s += x);
+fn add_rows_f32<X: Copy>(
+    acc: &mut [f64],
+    rows: &[X],
+    stride: usize,
+    count: usize,
+    w: impl ToF32<X>,
+) {
+    let mut c0 = 0;
+    macro_rules! blocks {
+        ($width:expr) => {
+            while acc.len() - c0 >= $width {
+                let part: &mut [f64; $width] =
+                    (&mut acc[c0..c0 + $width]).try_into().expect("width");
+                let mut block = *part;
+                add_rows_block(&mut block, rows, stride, c0, count, w);
+                *part = block;
+                c0 += $width;
             }
-            block
-                .iter_mut()
-                .zip(sums.iter())
-                .for_each(|(a, &s)| *a += f64::from(s));
-        }
-    });
+        };
+    }
+    blocks!(COLUMNS[0]);
+    blocks!(COLUMNS[1]);
+    blocks!(COLUMNS[2]);
+    blocks!(1);
 }
 
-/// [`add_rows_f32`] for float16/bfloat16: blocks of a chunk of columns
-/// widened by value in registers, the last columns (fewer than a chunk)
-/// through one buffer a row (blocks of 16 and 4 columns cost a widening
-/// call each per row: `sum(dim=1)` float16 200x100x200 ran 8x torch's).
+/// [`add_rows_f32`] for the `N` columns from `c0`, in registers.
 #[inline(always)]
-fn add_half_rows<T: NarrowSlice>(acc: &mut [f64], rows: &[T], stride: usize, count: usize) {
-    let (simd, wide) = (super::isa::avx2(), super::isa::avx512());
-    let n = acc.len();
-    let full = n - n % CHUNK;
-    let add = |acc: &mut [f64], sums: &[f32]| {
+fn add_rows_block<const N: usize, X: Copy>(
+    acc: &mut [f64; N],
+    rows: &[X],
+    stride: usize,
+    c0: usize,
+    count: usize,
+    w: impl ToF32<X>,
+) {
+    for r0 in (0..count).step_by(F32_ADDS) {
+        let mut sums = [0f32; N];
+        for r in r0..count.min(r0 + F32_ADDS) {
+            let row: [X; N] = row_part(rows, stride, r, c0, N).try_into().expect("width");
+            let values = if N < 4 {
+                std::array::from_fn(|j| w.one(row[j]))
+            } else {
+                w.chunk(row)
+            };
+            sums.iter_mut().zip(values).for_each(|(s, x)| *s += x);
+        }
         acc.iter_mut()
             .zip(sums)
-            .for_each(|(a, &s)| *a += f64::from(s));
-    };
-    for r0 in (0..count).step_by(F32_ADDS) {
-        let group = r0..count.min(r0 + F32_ADDS);
-        for c0 in (0..full).step_by(CHUNK) {
-            let mut sums = [0f32; CHUNK];
-            for r in group.clone() {
-                let part = row_part(rows, stride, r, c0, CHUNK)
-                    .try_into()
-                    .expect("chunk");
-                // SAFETY: `simd` and `wide` are `isa::avx2()` and `avx512()`.
-                let values = unsafe { T::widen_chunk_wide(part, simd, wide) };
-                sums.iter_mut().zip(values).for_each(|(s, x)| *s += x);
-            }
-            add(&mut acc[c0..c0 + CHUNK], &sums);
-        }
-        if full < n {
-            let (mut sums, mut buf) = ([0f32; CHUNK], [0f32; CHUNK]);
-            let (sums, buf) = (&mut sums[..n - full], &mut buf[..n - full]);
-            for r in group {
-                T::widen(row_part(rows, stride, r, full, n - full), buf);
-                sums.iter_mut().zip(buf.iter()).for_each(|(s, &x)| *s += x);
-            }
-            add(&mut acc[full..], sums);
-        }
+            .for_each(|(a, s)| *a += f64::from(s));
     }
 }
 
@@ -500,7 +497,7 @@ impl Kernel for f32 {
     }
     #[inline(always)]
     fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
-        add_rows_f32(acc, rows, stride, count)
+        add_rows_f32(acc, rows, stride, count, Each(|x| x))
     }
     #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
@@ -621,11 +618,11 @@ macro_rules! half_kernel {
                 }
             }
             // Sums add rows in float32 sums of chunks in registers
-            // (`add_half_rows`); winners down rows go by order keys in
+            // (`add_rows_f32`); winners down rows go by order keys in
             // registers (`extreme_rows_bits`).
             #[inline(always)]
             fn add_rows(acc: &mut [f64], rows: &[Self], stride: usize, count: usize) {
-                add_half_rows(acc, rows, stride, count)
+                with_widened!(Self, |w| add_rows_f32(acc, rows, stride, count, w))
             }
             #[inline(always)]
             fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
