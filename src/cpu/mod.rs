@@ -13,6 +13,7 @@ mod elementwise;
 mod extreme;
 mod isa;
 mod narrow;
+mod numpy_sum;
 mod parallel;
 mod pow;
 mod random;

@@ -14,8 +14,9 @@ use super::extreme::{
     extreme_scalar, extreme_values_row, replaces,
 };
 use super::narrow::{CHUNK, Each, NarrowSlice, ToF32, with_widened};
+use super::numpy_sum::numpy_pairwise;
 use super::parallel::join;
-use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f64, lanes_i64, numpy_pairwise};
+use super::sum_lanes::{F32_ADDS, lanes_f32, lanes_f64, lanes_i64};
 use crate::Scalar;
 use half::{bf16, f16};
 use num_complex::{Complex32, Complex64};

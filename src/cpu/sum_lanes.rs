@@ -1,8 +1,7 @@
 //! The orders in which one contiguous run is summed, written once for
 //! every element type (`reduce_run.rs` picks one per type):
 //!
-//! - float64: NumPy's pairwise summation, step for step ([`numpy_pairwise`]),
-//!   so a float64 sum is NumPy's to the bit;
+//! - float64: NumPy's pairwise summation, step for step (`numpy_sum.rs`);
 //! - float32 and the half types: float32 lanes flushed to float64 lanes
 //!   every [`F32_ADDS`] chunks ([`lanes_f32`]);
 //! - integers: wrapping int64 lanes ([`lanes_i64`]); the rest float64 lanes
@@ -12,51 +11,7 @@
 //! depends on its length only, so the bits never depend on the threads.
 
 use super::narrow::ToF32;
-use super::parallel::join;
-use super::reduce_run::{LANES, PARALLEL_MIN, SHORT_RUN};
-
-super::isa::twin! {
-    /// The leaf of [`numpy_pairwise`] (at most 128 elements).
-    fn numpy_leaf[](a: &[f64]) -> f64 => numpy_leaf_body;
-}
-
-/// NumPy's own pairwise summation of float64 (`pairwise_sum` in its
-/// `loops_utils.h`: 8 accumulators over blocks of at most 128, halves cut at
-/// multiples of 8), so a float64 sum is NumPy's to the bit; the halves of
-/// long runs go to two threads, which changes no rounding.
-pub(super) fn numpy_pairwise(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n <= 128 {
-        return numpy_leaf(a);
-    }
-    let n2 = n / 2;
-    let (l, r) = a.split_at(n2 - n2 % 8);
-    if n >= PARALLEL_MIN {
-        let (x, y) = join(|| numpy_pairwise(l), || numpy_pairwise(r));
-        x + y
-    } else {
-        numpy_pairwise(l) + numpy_pairwise(r)
-    }
-}
-
-/// NumPy's `pairwise_sum` of at most 128 elements: 8 accumulators.
-#[inline(always)]
-fn numpy_leaf_body(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n < 8 {
-        return a.iter().fold(0.0, |res, &x| res + x);
-    }
-    let mut r = [0.0f64; 8];
-    r.copy_from_slice(&a[..8]);
-    let full = n - n % 8;
-    for c in a[8..full].chunks_exact(8) {
-        for (r, &x) in r.iter_mut().zip(c) {
-            *r += x;
-        }
-    }
-    let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-    a[full..].iter().fold(res, |res, &x| res + x)
-}
+use super::reduce_run::{LANES, SHORT_RUN};
 
 /// The sum of a leaf in float64 lanes, as many as the run fills: a short
 /// run (the rows of `sum(dim=-1)` on a small last dimension) spends more on
@@ -186,57 +141,4 @@ pub(super) fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
         .iter()
         .fold(0i64, |s, &x| s.wrapping_add(f(x)));
     acc.iter().fold(tail, |s, &a| s.wrapping_add(a))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// NumPy's `pairwise_sum`, transcribed plainly (one leaf at a time).
-    fn reference(a: &[f64]) -> f64 {
-        let n = a.len();
-        if n < 8 {
-            return a.iter().fold(0.0, |s, &x| s + x);
-        }
-        if n <= 128 {
-            let mut r = [0.0; 8];
-            r.copy_from_slice(&a[..8]);
-            let mut i = 8;
-            while i + 8 <= n {
-                for j in 0..8 {
-                    r[j] += a[i + j];
-                }
-                i += 8;
-            }
-            let res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-            return a[i..].iter().fold(res, |s, &x| s + x);
-        }
-        let n2 = n / 2;
-        let n2 = n2 - n2 % 8;
-        reference(&a[..n2]) + reference(&a[n2..])
-    }
-
-    #[test]
-    fn numpy_pairwise_keeps_numpys_bits_at_every_length() {
-        // Values of every magnitude and sign, so that a changed order shows.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let data: Vec<f64> = (0..5000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let m = (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-                m * 2f64.powi((x % 60) as i32 - 30)
-            })
-            .collect();
-        let lengths = if cfg!(miri) {
-            vec![0, 7, 129, 300, 520]
-        } else {
-            (0..5000).collect()
-        };
-        for n in lengths {
-            let (got, want) = (numpy_pairwise(&data[..n]), reference(&data[..n]));
-            assert_eq!(got.to_bits(), want.to_bits(), "length {n}");
-        }
-    }
 }
