@@ -331,6 +331,28 @@ def test_nan_wins_the_extremes_as_in_torch():
         assert same_tensor(f(t), f(tt), rtol=1e-7) is None
 
 
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_extremes_see_every_element_of_a_run_tail_included(name):
+    """Rows of every length through the lane tiers (shorter than a chunk,
+    a whole number of chunks, a tail the last chunk overlaps): a NaN, an
+    infinity or the winner placed on each position, the tail's last ones
+    too, wins as in torch, at its first position."""
+    rng = np.random.default_rng(5)
+    for n in [*range(1, 20), 31, 33, 63, 65, 100, 255, 257, 300]:
+        base = rng.standard_normal(n).astype(name)
+        for at in sorted({0, n // 2, max(n - 9, 0), max(n - 2, 0), n - 1}):
+            for special in (np.nan, np.inf, -np.inf, 10.0):
+                row = base.copy()
+                row[at] = special
+                m = np.stack([row, base, row[::-1].copy()])
+                t, tt = db.from_numpy(m), torch.from_numpy(m)
+                for op in ("max", "min"):
+                    got, want = getattr(t, op)(1), getattr(tt, op)(1)
+                    np.testing.assert_array_equal(got.values.numpy(), want.values.numpy(), err_msg=f"{op} {n} {at} {special}")
+                    np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=f"{op} {n} {at} {special}")
+                    assert same_tensor(getattr(t, "a" + op)(1), getattr(tt, "a" + op)(1)) is None
+
+
 def test_reductions_over_views_and_large_tensors_match_numpy():
     a = np.random.default_rng(1).standard_normal((300, 700))
     t = db.from_numpy(a)
