@@ -35,9 +35,10 @@ pub(crate) trait NarrowSlice: Sized + Copy {
     /// # Safety
     /// `simd` only where `isa::avx2()` holds.
     unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [f32; CHUNK];
-    /// `L` elements widened by value, for lanes of any width (sums): by
-    /// F16C 16 at a time where `wide` holds and `L` allows, 8 where `simd`
-    /// does, 4 for a 4-wide chunk, else one by one.
+    /// `L` elements widened by value, for lanes of any width (sums):
+    /// float16 by F16C 16 at a time where `wide` holds and `L` allows, 8
+    /// where `simd` does, 4 for a 4-wide chunk, else one by one; bfloat16
+    /// by shifts.
     ///
     /// # Safety
     /// As for [`widen_chunk`](Self::widen_chunk); `wide` only where
