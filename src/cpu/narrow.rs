@@ -131,11 +131,8 @@ impl NarrowSlice for f16 {
 impl NarrowSlice for bf16 {
     #[inline(always)]
     fn widen(src: &[bf16], dst: &mut [f32]) {
-        for (d, s) in dst.iter_mut().zip(src) {
-            // A NaN comes out quiet, as from `bf16::to_f32`.
-            let b = s.to_bits();
-            let b = if b & 0x7fff > 0x7f80 { b | 0x0040 } else { b };
-            *d = f32::from_bits((b as u32) << 16);
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = bf16_to_f32(s);
         }
     }
 
@@ -254,9 +251,18 @@ macro_rules! with_widened {
 }
 pub(crate) use with_widened;
 
+/// A bfloat16 as float32, its bits shifted; a NaN comes out quiet, as from
+/// `bf16::to_f32`.
+#[inline(always)]
+pub(crate) fn bf16_to_f32(x: bf16) -> f32 {
+    let b = x.to_bits();
+    let b = if b & 0x7fff > 0x7f80 { b | 0x0040 } else { b };
+    f32::from_bits((b as u32) << 16)
+}
+
 /// A bfloat16 as float32, its bits shifted (a NaN may stay signalling).
 #[inline(always)]
-fn bf16_widened(x: bf16) -> f32 {
+pub(crate) fn bf16_widened(x: bf16) -> f32 {
     f32::from_bits((x.to_bits() as u32) << 16)
 }
 
