@@ -11,7 +11,7 @@
 use super::arith::Arith;
 use super::extreme::{
     better_of, extreme_bits, extreme_lanes, extreme_ord, extreme_row_generic, extreme_rows_bits,
-    extreme_scalar, extreme_values_row, replaces,
+    extreme_scalar, extreme_values_row, float_winner_rows, replaces,
 };
 use super::narrow::{CHUNK, Each, NarrowSlice, ToF32, with_widened};
 use super::numpy_sum::numpy_pairwise;
@@ -121,12 +121,6 @@ pub(crate) trait Kernel: Arith {
     /// the AVX2 copies (measured by `bench_ops.py`). The extremes always may.
     #[cfg_attr(miri, allow(dead_code))] // Miri runs the baseline copies only
     const AVX512: bool = true;
-    /// Whether [`Kernel::extreme_rows`]'s AVX-512 copy runs where the CPU
-    /// has it: not for float32 and float64, whose selects down rows ran
-    /// 1.1-2.2x slower there than in the AVX2 copy (rows not 64-byte
-    /// aligned most: `amax(dim=1)` float32 200x100x200, 3.6 against 1.7 ms).
-    #[cfg_attr(miri, allow(dead_code))]
-    const AVX512_EXTREME_ROWS: bool = true;
     /// The sum of at most [`LEAF`] elements (of any number, for the
     /// types summed in float32 lanes).
     fn leaf_sum(xs: &[Self]) -> Self::A;
@@ -333,7 +327,7 @@ super::isa::twin! {
 }
 super::isa::twin! {
     /// [`Kernel::extreme_rows`] for the CPU's instruction set.
-    pub(crate) fn extreme_rows[T: Kernel](best: &mut [T], rows: &[T], stride: usize, count: usize, max: bool) => T::extreme_rows, avx512 if T::AVX512_EXTREME_ROWS;
+    pub(crate) fn extreme_rows[T: Kernel](best: &mut [T], rows: &[T], stride: usize, count: usize, max: bool) => T::extreme_rows;
 }
 super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
@@ -479,7 +473,6 @@ impl Kernel for bool {
 
 impl Kernel for f32 {
     type A = f64;
-    const AVX512_EXTREME_ROWS: bool = false;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
         lanes_f32(xs, Each(|x| x))
@@ -507,11 +500,14 @@ impl Kernel for f32 {
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         extreme_lanes(xs, max, need_pos)
     }
+    #[inline(always)]
+    fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
+        float_winner_rows(best, rows, stride, count, max)
+    }
 }
 
 impl Kernel for f64 {
     type A = f64;
-    const AVX512_EXTREME_ROWS: bool = false;
     #[inline(always)]
     fn leaf_sum(xs: &[Self]) -> f64 {
         Self::pairwise(xs)
@@ -538,6 +534,10 @@ impl Kernel for f64 {
     #[inline(always)]
     fn extreme(xs: &[Self], max: bool, need_pos: bool) -> (Self, usize) {
         extreme_lanes(xs, max, need_pos)
+    }
+    #[inline(always)]
+    fn extreme_rows(best: &mut [Self], rows: &[Self], stride: usize, count: usize, max: bool) {
+        float_winner_rows(best, rows, stride, count, max)
     }
 }
 
