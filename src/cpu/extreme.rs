@@ -445,3 +445,57 @@ fn winner_lanes<T: Arith, const MAX: bool, const L: usize>(xs: &[T]) -> (T, bool
     }
     (best[0], seen.iter().any(|s| s.is_nan()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`float_winner_rows`] against the rule applied column by column, on
+    /// widths through every block size and values with NaN, both
+    /// infinities and both zeros, bit for bit.
+    #[test]
+    fn float_winner_rows_follow_the_rule() {
+        fn check<T: Arith + Into<f64>>(values: &[T]) {
+            let pick = |i: usize| values[(i * 7 + i / 3) % values.len()];
+            for cols in [1, 7, 8, 9, 31, 32, 33, 45] {
+                for count in [1, 2, 5] {
+                    let stride = cols + 3;
+                    let rows: Vec<T> = (0..count * stride).map(pick).collect();
+                    for max in [true, false] {
+                        let start: Vec<T> = (0..cols).map(|j| pick(j + 11)).collect();
+                        let mut got = start.clone();
+                        float_winner_rows(&mut got, &rows, stride, count, max);
+                        for (j, (&g, &s)) in got.iter().zip(&start).enumerate() {
+                            let mut want = s;
+                            for r in 0..count {
+                                let x = rows[r * stride + j];
+                                if replaces(want, x, max) {
+                                    want = x;
+                                }
+                            }
+                            let (g, w): (f64, f64) = (g.into(), want.into());
+                            assert!(
+                                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                                "{cols} columns, {count} rows, max {max}, column {j}: {g} vs {w}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let v = [
+            1.5,
+            -2.0,
+            f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+            0.0,
+            -0.0,
+            3.25,
+            -7.5,
+            0.5,
+        ];
+        check::<f64>(&v);
+        check::<f32>(&v.map(|x| x as f32));
+    }
+}
