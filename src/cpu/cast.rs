@@ -21,6 +21,7 @@ const BLOCK: usize = 512;
 /// branch-free loop the compiler vectorises for blocks whose values all lie
 /// within `limit` (where the fast conversion is exact), the generic one for
 /// the rare block with a value beyond it.
+///
 /// `wide` takes a source element to the float (float32 or float64) both
 /// conversions start from: the identity, or bfloat16's shift.
 #[inline(always)]
