@@ -8,7 +8,9 @@ torch (samples interleaved), the faster peer, the ratio dlbridge / peer, the
 target (1.0 at 10^5 and 10^7 elements and for the 2-D/3-D rows, 1.5 at 10^3:
 call overhead) and whether it is met. For float16 and bfloat16 the peer is
 torch alone (NumPy has no native math for them). Ops dlbridge lacks are
-skipped with a note. Writes bench/results/ops.json (read by bench/plot.py).
+skipped with a note. Writes bench/results/ops.json (read by bench/plot.py);
+a --filter run writes bench/results/ops-filtered.json instead, so that it
+leaves the full run's results (and the chart drawn from them) alone.
 Exits 0: it reports, it does not test.
 """
 import argparse
@@ -22,6 +24,7 @@ from pathlib import Path
 from time import perf_counter_ns
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ops.json"
+FILTERED_RESULTS = RESULTS.with_name("ops-filtered.json")
 
 
 def parse():
@@ -290,8 +293,9 @@ def summary():
     skipped = len(ROWS) - len(timed)
     print(f"\n{met} of {len(timed)} rows within target; geometric mean of ratios {gm:.2f}"
           + (f"; {skipped} skipped" if skipped else ""))
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(dict(machine=machine_info(db, threads=ARGS.threads, quick=ARGS.quick),
+    out = FILTERED_RESULTS if ARGS.filter else RESULTS
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(dict(machine=machine_info(db, threads=ARGS.threads, quick=ARGS.quick),
                                        rows=ROWS, met=met, timed=len(timed), geomean=gm), indent=1))
 
 

@@ -6,6 +6,9 @@
 //! lazily by the kernel (so `zeros` costs nothing until touched) and advised
 //! to use transparent huge pages, which keeps page-fault cost off big
 //! elementwise results, as NumPy does; other outputs reuse malloc's memory.
+//! One freed large mapping is kept as a spare for the next output of about
+//! its size (see [`SPARE_MAX`]): a fresh one is zeroed by the kernel page by
+//! page as the op first writes it, which cost as much as the op itself.
 
 use crate::{Error, Result};
 use std::alloc::{self, Layout};
@@ -34,10 +37,26 @@ const MMAP_UNINIT: usize = if cfg!(dlbridge_asan) {
 } else {
     32 << 20
 };
+/// The largest freed mapping kept as a spare for the next uninitialised
+/// buffer. The kernel zeroes a fresh mapping on first write, which made a
+/// 10^7-element cast to float32 take 3 to 4 ms instead of 1. One spare of at
+/// most 64 MiB is what glibc keeps for smaller blocks (its trim threshold
+/// once its mmap threshold has risen to 32 MiB), and it is handed back with
+/// `MADV_FREE`, so the kernel may still take its pages under memory pressure.
+/// Miri has no `madvise`.
+const SPARE_MAX: usize = if cfg!(miri) { 0 } else { 64 << 20 };
+
+/// The spare mapping: its first byte and length (null and 0 when there is none).
+struct Spare(*mut u8, usize);
+// SAFETY: plain memory that only the slot refers to.
+unsafe impl Send for Spare {}
+static SPARE: std::sync::Mutex<Spare> = std::sync::Mutex::new(Spare(std::ptr::null_mut(), 0));
 
 /// An owned, aligned host byte buffer.
 pub struct HostBuffer {
     ptr: *mut u8,
+    /// The bytes asked for (a malloc block) or mapped (a mapping, which may
+    /// be a larger spare).
     len: usize,
     /// The malloc block `ptr` lies in (null for a mapping).
     block: *mut u8,
@@ -58,6 +77,9 @@ fn out_of_memory(len: usize) -> Error {
 impl HostBuffer {
     /// `len` bytes, 64-byte aligned, zeroed or left uninitialised; an error (not an abort) when the memory cannot be had.
     pub fn new(len: usize, zeroed: bool) -> Result<HostBuffer> {
+        if !zeroed && len >= MMAP_UNINIT {
+            return HostBuffer::take_spare(len).map_or_else(|| HostBuffer::map(len), Ok);
+        }
         if len >= if zeroed { MMAP_ZEROED } else { MMAP_UNINIT } {
             return HostBuffer::map(len);
         }
@@ -118,17 +140,53 @@ impl HostBuffer {
         })
     }
 
+    /// The spare mapping, when it holds `len` bytes and not twice as many.
+    fn take_spare(len: usize) -> Option<HostBuffer> {
+        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.1 < len || spare.1 / 2 >= len {
+            return None;
+        }
+        let Spare(ptr, len) = std::mem::replace(&mut *spare, Spare(std::ptr::null_mut(), 0));
+        Some(HostBuffer {
+            ptr,
+            len,
+            block: std::ptr::null_mut(),
+        })
+    }
+
     /// The first byte.
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
 }
 
+/// Unmaps a mapping made by [`HostBuffer::map`].
+///
+/// # Safety
+/// `addr` and `len` are exactly such a mapping, which nothing uses any more.
+unsafe fn unmap(addr: *mut u8, len: usize) {
+    // SAFETY: the caller's promise.
+    unsafe { libc::munmap(addr.cast(), len) };
+}
+
 impl Drop for HostBuffer {
     fn drop(&mut self) {
         if self.block.is_null() {
-            // SAFETY: unmaps exactly the mapping made in `map`, once.
-            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+            if (MMAP_UNINIT..=SPARE_MAX).contains(&self.len)
+                // SAFETY: our own mapping, unused from here on: its contents may go.
+                && unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_FREE) } == 0
+            {
+                let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+                let Spare(old, old_len) = std::mem::replace(&mut *spare, Spare(self.ptr, self.len));
+                drop(spare);
+                if !old.is_null() {
+                    // SAFETY: the old spare, which only the slot held.
+                    unsafe { unmap(old, old_len) };
+                }
+            } else {
+                // SAFETY: exactly the mapping made in `map` (or taken as the spare), once.
+                unsafe { unmap(self.ptr, self.len) };
+            }
         } else {
             let layout = HostBuffer::block_layout(self.len).expect("valid when allocated");
             // SAFETY: allocated in `new` with this exact layout and freed only here.
@@ -154,5 +212,34 @@ mod tests {
         if !cfg!(miri) {
             assert!(HostBuffer::new(usize::MAX / 2, false).is_err());
         }
+    }
+
+    #[test]
+    fn a_freed_large_mapping_serves_the_next_output_of_about_its_size() {
+        if SPARE_MAX < MMAP_UNINIT {
+            return; // no spare kept (Miri, AddressSanitizer)
+        }
+        // No other unit test asks for 32 MiB, so the slot is this test's.
+        let len = MMAP_UNINIT + 16384;
+        let first = HostBuffer::new(len, false).unwrap();
+        let addr = first.as_ptr();
+        // SAFETY: the buffer holds len bytes.
+        unsafe { addr.write_bytes(7, len) };
+        drop(first);
+        // A zeroed buffer never takes the spare; one twice the size does not either.
+        let zeroed = HostBuffer::new(len, true).unwrap();
+        assert_ne!(zeroed.as_ptr(), addr);
+        // SAFETY: the buffer holds len bytes.
+        assert!(
+            unsafe { std::slice::from_raw_parts(zeroed.as_ptr(), len) }
+                .iter()
+                .all(|&x| x == 0)
+        );
+        let twice = HostBuffer::new(2 * len, false).unwrap();
+        assert_ne!(twice.as_ptr(), addr);
+        let again = HostBuffer::new(len - 8192, false).unwrap();
+        assert_eq!((again.as_ptr(), again.len), (addr, len));
+        // SAFETY: the buffer holds len bytes.
+        unsafe { again.as_ptr().write_bytes(1, len) };
     }
 }
