@@ -14,6 +14,7 @@
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::narrow::CHUNK;
+use super::vmath::{self, VMath};
 use super::strided::{memory_order, view, view_mut};
 use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
@@ -711,9 +712,31 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         (UnaryOp::Abs, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x & 0x7fff),
         (UnaryOp::Neg, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x ^ 0x8000),
+        (UnaryOp::Exp, DType::F32) if dense(out, src) => return exp_dense::<f32>(out, src),
+        (UnaryOp::Exp, DType::F64) if dense(out, src) => return exp_dense::<f64>(out, src),
         _ => {}
     }
     with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))
+}
+
+/// Whether `out` and `src` are both row-major without gaps (or one tensor).
+fn dense(out: &Tensor, src: &Tensor) -> bool {
+    out.is_contiguous() && src.is_contiguous()
+}
+
+/// `out = exp(src)`, both dense: through [`vmath::exp_run`], which skips the
+/// range handling where it can.
+fn exp_dense<T: VMath>(out: &Tensor, src: &Tensor) {
+    let (po, ps) = (
+        Shared(out.data_ptr().cast::<T>()),
+        Shared(src.data_ptr().cast::<T>().cast_const()),
+    );
+    parallel::<T>(out.numel(), |start, end| {
+        let (po, ps) = (po, ps);
+        // SAFETY: both hold numel aligned elements (walkable, writable, of
+        // T), the same or apart; threads write disjoint ranges.
+        unsafe { vmath::exp_run(ps.0.add(start), po.0.add(start), end - start) }
+    });
 }
 
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns

@@ -19,10 +19,17 @@
 
 /// The vectorisable kernels, per float type (the loops reach them through
 /// `Arith::exp` and `Arith::log`, float16 and bfloat16 through float32).
-pub(crate) trait VMath: Copy {
+pub(crate) trait VMath: Copy + PartialOrd {
     /// `e^x`: `+inf` past the largest finite result, `+0` below the smallest
     /// subnormal, NaN for NaN.
     fn exp_v(self) -> Self;
+    /// Where [`exp_plain`](Self::exp_plain) holds: `e^x` a normal number.
+    const EXP_PLAIN: (Self, Self);
+    /// [`exp_v`](Self::exp_v) for `x` within [`EXP_PLAIN`](Self::EXP_PLAIN),
+    /// the same bits: no clamp, no NaN select, and the scale by `2^k` one
+    /// integer add to the exponent, where `exp_v`'s two multiplications
+    /// round subnormal results once (a third fewer instructions).
+    fn exp_plain(self) -> Self;
     /// `ln x`: NaN below zero and for NaN, `-inf` at `±0`, `+inf` at `+inf`.
     fn ln_v(self) -> Self;
 }
@@ -30,41 +37,21 @@ pub(crate) trait VMath: Copy {
 impl VMath for f32 {
     #[inline(always)]
     fn exp_v(self) -> f32 {
-        const LN2_HI: f32 = f32::from_bits(0x3f31_7200); // 16 significant bits: k * LN2_HI is exact
-        const LN2_LO: f32 = 1.428_606_8e-6;
-        // exp(r) = 1 + r + r^2 P(r) on [-ln 2 / 2, ln 2 / 2]: P fitted to
-        // a relative error of 3.1e-9 (weighted least squares by Lawson's
-        // iteration over 4000 Chebyshev nodes). A polynomial, not fdlibm's
-        // rational kernel: no division, which bounded the loop.
-        const P: [f32; 5] = [
-            f32::from_bits(0x3eff_fffe), // 0.49999994
-            f32::from_bits(0x3e2a_aa49), // 0.16666521
-            f32::from_bits(0x3d2a_ac79), // 0.04166839
-            f32::from_bits(0x3c09_1d00), // 0.008368731
-            f32::from_bits(0x3ab5_1202), // 0.0013814571
-        ];
-        const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23
         let x = self;
         // Beyond [-104, 89] the result is 0 or inf already; NaN stays NaN.
-        let xc = x.clamp(-104.0, 89.0);
-        // Fused multiply-adds (`mul_add` rounds once on every CPU, so each
-        // instruction-set copy gives the same bits): a fifth fewer
-        // instructions in a loop bound by them.
-        let t = xc.mul_add(std::f32::consts::LOG2_E, ROUND);
-        let kf = t - ROUND; // round(x / ln 2), ties to even
-        let k = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-        let hi = (-kf).mul_add(LN2_HI, xc); // exact: k * LN2_HI is
-        let lo = kf * LN2_LO;
-        let r = hi - lo;
-        let p = P[4]
-            .mul_add(r, P[3])
-            .mul_add(r, P[2])
-            .mul_add(r, P[1])
-            .mul_add(r, P[0]);
-        // The linear term from hi and lo apart (r rounded them together).
-        let y = 1.0 + (hi + (r * r).mul_add(p, -lo));
+        let (y, t) = exp_f32_parts(x.clamp(-104.0, 89.0));
+        let k = (t.to_bits() as i32).wrapping_sub(ROUND_F32.to_bits() as i32);
         let y = y * pow2_f32(k >> 1) * pow2_f32(k - (k >> 1));
         if x.is_nan() { x } else { y }
+    }
+
+    const EXP_PLAIN: (f32, f32) = (-87.0, 88.0);
+
+    #[inline(always)]
+    fn exp_plain(self) -> f32 {
+        let (y, t) = exp_f32_parts(self);
+        // t's low bits hold k: shifted up, the 2^k exponent's add to y's.
+        f32::from_bits(y.to_bits().wrapping_add(t.to_bits() << 23))
     }
 
     #[inline(always)]
@@ -100,48 +87,19 @@ impl VMath for f32 {
 impl VMath for f64 {
     #[inline(always)]
     fn exp_v(self) -> f64 {
-        const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // trailing zeros: k * LN2_HI is exact
-        const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
-        // exp(r) = 1 + r + r^2 P(r) on [-ln 2 / 2, ln 2 / 2], P Taylor's
-        // 1/2! .. 1/13! (the first term left out, r^14 / 14!, is below
-        // 2^-57 there). A polynomial, not fdlibm's rational kernel: its
-        // division bounded the loop (float64 `exp` ran 2.5x torch's).
-        const P: [f64; 12] = [
-            0.5,
-            0.166_666_666_666_666_66,
-            0.041_666_666_666_666_664,
-            0.008_333_333_333_333_333,
-            0.001_388_888_888_888_889,
-            1.984_126_984_126_984e-4,
-            2.480_158_730_158_73e-5,
-            2.755_731_922_398_589_3e-6,
-            2.755_731_922_398_589e-7,
-            2.505_210_838_544_172e-8,
-            2.087_675_698_786_81e-9,
-            1.605_904_383_682_161_3e-10,
-        ];
-        const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
         let x = self;
-        let xc = x.clamp(-746.0, 710.0);
-        // Fused as in float32's (the same bits on every instruction set).
-        let t = xc.mul_add(std::f64::consts::LOG2_E, ROUND);
-        let kf = t - ROUND;
-        let k = (t.to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64);
-        let hi = (-kf).mul_add(LN2_HI, xc); // exact: k * LN2_HI is
-        let lo = kf * LN2_LO;
-        let r = hi - lo;
-        let p = P[..11]
-            .iter()
-            .rev()
-            .fold(P[11], |acc, &c| acc.mul_add(r, c));
-        // 1 + hi + (r^2 P - lo), the first sum's rounding error carried
-        // into the second (exact: |hi| < 1): one rounding in all, where
-        // `1 + (hi + ...)` rounded twice and missed libm's bits 10% of the time.
-        let q = (r * r).mul_add(p, -lo);
-        let s = 1.0 + hi;
-        let y = s + (((1.0 - s) + hi) + q);
+        let (y, t) = exp_f64_parts(x.clamp(-746.0, 710.0));
+        let k = (t.to_bits() as i64).wrapping_sub(ROUND_F64.to_bits() as i64);
         let y = y * pow2_f64(k >> 1) * pow2_f64(k - (k >> 1));
         if x.is_nan() { x } else { y }
+    }
+
+    const EXP_PLAIN: (f64, f64) = (-708.0, 709.0);
+
+    #[inline(always)]
+    fn exp_plain(self) -> f64 {
+        let (y, t) = exp_f64_parts(self);
+        f64::from_bits(y.to_bits().wrapping_add(t.to_bits() << 52))
     }
 
     #[inline(always)]
@@ -173,6 +131,145 @@ impl VMath for f64 {
         let y = dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f);
         special_ln(x, y, f64::INFINITY, f64::NAN)
     }
+}
+
+/// The elements [`exp_run`] checks at a time.
+const RUN: usize = 64;
+
+super::isa::twin! {
+    /// `dst[i] = e^src[i]` for `n` elements: [`RUN`] at a time, by
+    /// [`VMath::exp_plain`] where all of them lie within `EXP_PLAIN` (the
+    /// same bits as `exp_v`, a third faster), else by `exp_v`.
+    ///
+    /// # Safety
+    /// `src` and `dst` each address `n` aligned elements, which are either
+    /// the same (in place) or apart; the output is exclusively ours.
+    pub(crate) unsafe fn exp_run[T: VMath](src: *const T, dst: *mut T, n: usize) => exp_run_body;
+}
+
+/// [`exp_run`] as built.
+///
+/// # Safety
+/// As for [`exp_run`].
+#[inline(always)]
+unsafe fn exp_run_body<T: VMath>(src: *const T, dst: *mut T, n: usize) {
+    // Slices, so the loops vectorise (through a [T; RUN] copy they did not);
+    // in place, one mutable slice.
+    if src == dst.cast_const() {
+        // SAFETY: the caller's promise: n elements, exclusively ours.
+        let d = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        for c in d.chunks_mut(RUN) {
+            if plain(c) {
+                c.iter_mut().for_each(|v| *v = v.exp_plain());
+            } else {
+                c.iter_mut().for_each(|v| *v = v.exp_v());
+            }
+        }
+    } else {
+        // SAFETY: the caller's promise: n elements each, apart.
+        let (s, d) = unsafe {
+            (
+                std::slice::from_raw_parts(src, n),
+                std::slice::from_raw_parts_mut(dst, n),
+            )
+        };
+        for (s, d) in s.chunks(RUN).zip(d.chunks_mut(RUN)) {
+            if plain(s) {
+                d.iter_mut().zip(s).for_each(|(d, v)| *d = v.exp_plain());
+            } else {
+                d.iter_mut().zip(s).for_each(|(d, v)| *d = v.exp_v());
+            }
+        }
+    }
+}
+
+/// Whether every element lies within `EXP_PLAIN` (`&`, not `&&`: a test of
+/// every element, which vectorises).
+#[inline(always)]
+fn plain<T: VMath>(x: &[T]) -> bool {
+    let (lo, hi) = T::EXP_PLAIN;
+    x.iter().fold(true, |ok, &v| ok & (v >= lo) & (v <= hi))
+}
+
+/// `1.5 * 2^23`: added to a float32, rounds it to an integer (ties to even)
+/// held in the low bits of the sum's mantissa.
+const ROUND_F32: f32 = 12_582_912.0;
+/// `1.5 * 2^52`, as [`ROUND_F32`] for float64.
+const ROUND_F64: f64 = 6_755_399_441_055_744.0;
+
+/// `e^x` of a float32 within [-104, 89] as `y * 2^k`, `y` in [0.7, 1.42];
+/// `k` is the low bits of `t` less [`ROUND_F32`]'s.
+#[inline(always)]
+fn exp_f32_parts(x: f32) -> (f32, f32) {
+    const LN2_HI: f32 = f32::from_bits(0x3f31_7200); // 16 significant bits: k * LN2_HI is exact
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // exp(r) = 1 + r + r^2 P(r) on [-ln 2 / 2, ln 2 / 2]: P fitted to
+    // a relative error of 3.1e-9 (weighted least squares by Lawson's
+    // iteration over 4000 Chebyshev nodes). A polynomial, not fdlibm's
+    // rational kernel: no division, which bounded the loop.
+    const P: [f32; 5] = [
+        f32::from_bits(0x3eff_fffe), // 0.49999994
+        f32::from_bits(0x3e2a_aa49), // 0.16666521
+        f32::from_bits(0x3d2a_ac79), // 0.04166839
+        f32::from_bits(0x3c09_1d00), // 0.008368731
+        f32::from_bits(0x3ab5_1202), // 0.0013814571
+    ];
+    // Fused multiply-adds (`mul_add` rounds once on every CPU, so each
+    // instruction-set copy gives the same bits): a fifth fewer
+    // instructions in a loop bound by them.
+    let t = x.mul_add(std::f32::consts::LOG2_E, ROUND_F32);
+    let kf = t - ROUND_F32; // round(x / ln 2), ties to even
+    let hi = (-kf).mul_add(LN2_HI, x); // exact: k * LN2_HI is
+    let lo = kf * LN2_LO;
+    let r = hi - lo;
+    let p = P[4]
+        .mul_add(r, P[3])
+        .mul_add(r, P[2])
+        .mul_add(r, P[1])
+        .mul_add(r, P[0]);
+    // The linear term from hi and lo apart (r rounded them together).
+    (1.0 + (hi + (r * r).mul_add(p, -lo)), t)
+}
+
+/// [`exp_f32_parts`] for float64 within [-746, 710].
+#[inline(always)]
+fn exp_f64_parts(x: f64) -> (f64, f64) {
+    const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // trailing zeros: k * LN2_HI is exact
+    const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+    // exp(r) = 1 + r + r^2 P(r) on [-ln 2 / 2, ln 2 / 2], P Taylor's
+    // 1/2! .. 1/13! (the first term left out, r^14 / 14!, is below
+    // 2^-57 there). A polynomial, not fdlibm's rational kernel: its
+    // division bounded the loop (float64 `exp` ran 2.5x torch's).
+    const P: [f64; 12] = [
+        0.5,
+        0.166_666_666_666_666_66,
+        0.041_666_666_666_666_664,
+        0.008_333_333_333_333_333,
+        0.001_388_888_888_888_889,
+        1.984_126_984_126_984e-4,
+        2.480_158_730_158_73e-5,
+        2.755_731_922_398_589_3e-6,
+        2.755_731_922_398_589e-7,
+        2.505_210_838_544_172e-8,
+        2.087_675_698_786_81e-9,
+        1.605_904_383_682_161_3e-10,
+    ];
+    // Fused as in float32's (the same bits on every instruction set).
+    let t = x.mul_add(std::f64::consts::LOG2_E, ROUND_F64);
+    let kf = t - ROUND_F64;
+    let hi = (-kf).mul_add(LN2_HI, x); // exact: k * LN2_HI is
+    let lo = kf * LN2_LO;
+    let r = hi - lo;
+    let p = P[..11]
+        .iter()
+        .rev()
+        .fold(P[11], |acc, &c| acc.mul_add(r, c));
+    // 1 + hi + (r^2 P - lo), the first sum's rounding error carried
+    // into the second (exact: |hi| < 1): one rounding in all, where
+    // `1 + (hi + ...)` rounded twice and missed libm's bits 10% of the time.
+    let q = (r * r).mul_add(p, -lo);
+    let s = 1.0 + hi;
+    (s + (((1.0 - s) + hi) + q), t)
 }
 
 /// `2^k` for `k` in the normal exponent range of f32.
@@ -210,7 +307,37 @@ fn special_ln<F: PartialOrd + Copy + std::ops::Neg<Output = F> + Default>(
 
 #[cfg(test)]
 mod tests {
-    use super::VMath;
+    use super::{VMath, exp_run};
+
+    /// exp_run on runs inside `EXP_PLAIN`, across its edges and past them
+    /// (NaN, the infinities, subnormal and overflowing results), apart and
+    /// in place, with a tail: exp_v's bits everywhere.
+    #[test]
+    fn exp_run_gives_exp_v_bits() {
+        fn check<T: VMath + Into<f64> + std::fmt::Debug>(xs: Vec<T>, bits: impl Fn(T) -> u64) {
+            let want: Vec<u64> = xs.iter().map(|&x| bits(x.exp_v())).collect();
+            let mut out = xs.clone();
+            // SAFETY: both hold xs.len() elements, apart.
+            unsafe { exp_run(xs.as_ptr(), out.as_mut_ptr(), xs.len()) };
+            assert_eq!(out.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+            let mut inplace = xs.clone();
+            let p = inplace.as_mut_ptr();
+            // SAFETY: one buffer of xs.len() elements, in place.
+            unsafe { exp_run(p.cast_const(), p, xs.len()) };
+            assert_eq!(inplace.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+        }
+        let n = if cfg!(miri) { 200 } else { 3001 };
+        let grid = |lo: f64, hi: f64| (0..n).map(move |i| lo + (hi - lo) * i as f64 / n as f64);
+        let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, f64::MAX];
+        let mut xs: Vec<f64> = grid(-20.0, 20.0).chain(grid(-750.0, 712.0)).collect();
+        xs.extend_from_slice(&specials);
+        xs.extend(grid(-708.0, 709.0).take(130));
+        check(xs, f64::to_bits);
+        let mut xs: Vec<f32> = grid(-20.0, 20.0).chain(grid(-106.0, 90.0)).map(|x| x as f32).collect();
+        xs.extend(specials.iter().map(|&x| x as f32));
+        xs.extend(grid(-87.0, 88.0).take(130).map(|x| x as f32));
+        check(xs, |y| y.to_bits() as u64);
+    }
 
     /// Distance in ulps between `got` and the exact value `want` (given
     /// in a wider type), in units of the float type's spacing at `want`.
