@@ -14,8 +14,8 @@
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::narrow::CHUNK;
-use super::vmath::{self, VMath};
 use super::strided::{memory_order, view, view_mut};
+use super::vmath::{self, VMath};
 use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
@@ -712,8 +712,12 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         (UnaryOp::Abs, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x & 0x7fff),
         (UnaryOp::Neg, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x ^ 0x8000),
-        (UnaryOp::Exp, DType::F32) if dense(out, src) => return exp_dense::<f32>(out, src),
-        (UnaryOp::Exp, DType::F64) if dense(out, src) => return exp_dense::<f64>(out, src),
+        (UnaryOp::Exp | UnaryOp::Log, DType::F32) if dense(out, src) => {
+            return vmath_dense::<f32>(out, src, op);
+        }
+        (UnaryOp::Exp | UnaryOp::Log, DType::F64) if dense(out, src) => {
+            return vmath_dense::<f64>(out, src, op);
+        }
         _ => {}
     }
     with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))
@@ -724,9 +728,9 @@ fn dense(out: &Tensor, src: &Tensor) -> bool {
     out.is_contiguous() && src.is_contiguous()
 }
 
-/// `out = exp(src)`, both dense: through [`vmath::exp_run`], which skips the
-/// range handling where it can.
-fn exp_dense<T: VMath>(out: &Tensor, src: &Tensor) {
+/// `out = exp(src)` or `ln(src)`, both dense: through [`vmath::run`], which
+/// skips the handling of extreme and special inputs where it can.
+fn vmath_dense<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
     let (po, ps) = (
         Shared(out.data_ptr().cast::<T>()),
         Shared(src.data_ptr().cast::<T>().cast_const()),
@@ -735,7 +739,15 @@ fn exp_dense<T: VMath>(out: &Tensor, src: &Tensor) {
         let (po, ps) = (po, ps);
         // SAFETY: both hold numel aligned elements (walkable, writable, of
         // T), the same or apart; threads write disjoint ranges.
-        unsafe { vmath::exp_run(ps.0.add(start), po.0.add(start), end - start) }
+        let (s, d, n) = unsafe { (ps.0.add(start), po.0.add(start), end - start) };
+        // SAFETY: as above.
+        unsafe {
+            if op == UnaryOp::Exp {
+                vmath::run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
+            } else {
+                vmath::run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
+            }
+        }
     });
 }
 

@@ -32,6 +32,11 @@ pub(crate) trait VMath: Copy + PartialOrd {
     fn exp_plain(self) -> Self;
     /// `ln x`: NaN below zero and for NaN, `-inf` at `±0`, `+inf` at `+inf`.
     fn ln_v(self) -> Self;
+    /// Where [`ln_plain`](Self::ln_plain) holds: `x` positive, normal and finite.
+    const LN_PLAIN: (Self, Self);
+    /// [`ln_v`](Self::ln_v) for `x` within [`LN_PLAIN`](Self::LN_PLAIN), the
+    /// same bits: no scaling of subnormals, no special values.
+    fn ln_plain(self) -> Self;
 }
 
 impl VMath for f32 {
@@ -56,31 +61,23 @@ impl VMath for f32 {
 
     #[inline(always)]
     fn ln_v(self) -> f32 {
-        const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
-        const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
-        const LG1: f32 = 0.666_666_6;
-        const LG2: f32 = 0.400_009_72;
-        const LG3: f32 = 0.284_987_87;
-        const LG4: f32 = 0.242_790_79;
         let x = self;
         // Subnormals scaled into the normal range first.
         let sub = x < f32::MIN_POSITIVE;
         let xs = if sub { x * 33_554_432.0 } else { x }; // 2^25
-        let k0: i32 = if sub { -25 } else { 0 };
-        // x = 2^k (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)).
-        let ix = xs.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
-        let k = k0 + (ix >> 23) as i32 - 0x7f;
-        let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
-        let f = m - 1.0;
-        let s = f / (2.0 + f);
-        let z = s * s;
-        let w = z * z;
-        let t1 = w * LG4.mul_add(w, LG2);
-        let t2 = z * LG3.mul_add(w, LG1);
-        let hfsq = 0.5 * f * f;
-        let dk = k as f32;
-        let y = dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f);
-        special_ln(x, y, f32::INFINITY, f32::NAN)
+        special_ln(
+            x,
+            ln_f32_normal(xs, if sub { -25 } else { 0 }),
+            f32::INFINITY,
+            f32::NAN,
+        )
+    }
+
+    const LN_PLAIN: (f32, f32) = (f32::MIN_POSITIVE, f32::MAX);
+
+    #[inline(always)]
+    fn ln_plain(self) -> f32 {
+        ln_f32_normal(self, 0)
     }
 }
 
@@ -104,65 +101,117 @@ impl VMath for f64 {
 
     #[inline(always)]
     fn ln_v(self) -> f64 {
-        const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
-        const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
-        const LG1: f64 = 6.666_666_666_666_735e-1;
-        const LG2: f64 = 3.999_999_999_940_942e-1;
-        const LG3: f64 = 2.857_142_874_366_239e-1;
-        const LG4: f64 = 2.222_219_843_214_978_4e-1;
-        const LG5: f64 = 1.818_357_216_161_805e-1;
-        const LG6: f64 = 1.531_383_769_920_937_3e-1;
-        const LG7: f64 = 1.479_819_860_511_658_6e-1;
         let x = self;
         let sub = x < f64::MIN_POSITIVE;
         let xs = if sub { x * 18_014_398_509_481_984.0 } else { x }; // 2^54
-        let k0: i64 = if sub { -54 } else { 0 };
-        let ix = xs.to_bits().wrapping_add((0x3ff0_0000 - 0x3fe6_a09e) << 32);
-        let k = k0 + (ix >> 52) as i64 - 0x3ff;
-        let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + (0x3fe6_a09e << 32));
-        let f = m - 1.0;
-        let s = f / (2.0 + f);
-        let z = s * s;
-        let w = z * z;
-        let t1 = w * LG6.mul_add(w, LG4).mul_add(w, LG2);
-        let t2 = z * LG7.mul_add(w, LG5).mul_add(w, LG3).mul_add(w, LG1);
-        let hfsq = 0.5 * f * f;
-        let dk = k as f64;
-        let y = dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f);
-        special_ln(x, y, f64::INFINITY, f64::NAN)
+        special_ln(
+            x,
+            ln_f64_normal(xs, if sub { -54 } else { 0 }),
+            f64::INFINITY,
+            f64::NAN,
+        )
+    }
+
+    const LN_PLAIN: (f64, f64) = (f64::MIN_POSITIVE, f64::MAX);
+
+    #[inline(always)]
+    fn ln_plain(self) -> f64 {
+        ln_f64_normal(self, 0)
     }
 }
 
-/// The elements [`exp_run`] checks at a time.
+/// `ln(x) + k0 ln 2` for a positive normal float32 `x` (fdlibm's kernel:
+/// `x = 2^k (1 + f)`, `1 + f` in [sqrt(2)/2, sqrt(2)), and a polynomial in
+/// `s = f / (2 + f)`).
+#[inline(always)]
+fn ln_f32_normal(x: f32, k0: i32) -> f32 {
+    const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
+    const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
+    const LG1: f32 = 0.666_666_6;
+    const LG2: f32 = 0.400_009_72;
+    const LG3: f32 = 0.284_987_87;
+    const LG4: f32 = 0.242_790_79;
+    let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+    let k = k0 + (ix >> 23) as i32 - 0x7f;
+    let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * LG4.mul_add(w, LG2);
+    let t2 = z * LG3.mul_add(w, LG1);
+    let hfsq = 0.5 * f * f;
+    let dk = k as f32;
+    dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f)
+}
+
+/// [`ln_f32_normal`] for float64.
+#[inline(always)]
+fn ln_f64_normal(x: f64, k0: i64) -> f64 {
+    const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+    const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+    const LG1: f64 = 6.666_666_666_666_735e-1;
+    const LG2: f64 = 3.999_999_999_940_942e-1;
+    const LG3: f64 = 2.857_142_874_366_239e-1;
+    const LG4: f64 = 2.222_219_843_214_978_4e-1;
+    const LG5: f64 = 1.818_357_216_161_805e-1;
+    const LG6: f64 = 1.531_383_769_920_937_3e-1;
+    const LG7: f64 = 1.479_819_860_511_658_6e-1;
+    let ix = x.to_bits().wrapping_add((0x3ff0_0000 - 0x3fe6_a09e) << 32);
+    let k = k0 + (ix >> 52) as i64 - 0x3ff;
+    let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + (0x3fe6_a09e << 32));
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * LG6.mul_add(w, LG4).mul_add(w, LG2);
+    let t2 = z * LG7.mul_add(w, LG5).mul_add(w, LG3).mul_add(w, LG1);
+    let hfsq = 0.5 * f * f;
+    let dk = k as f64;
+    dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f)
+}
+
+/// The elements [`run`] checks at a time.
 const RUN: usize = 64;
 
 super::isa::twin! {
-    /// `dst[i] = e^src[i]` for `n` elements: [`RUN`] at a time, by
-    /// [`VMath::exp_plain`] where all of them lie within `EXP_PLAIN` (the
-    /// same bits as `exp_v`, a third faster), else by `exp_v`.
+    /// `dst[i] = full(src[i])` for `n` elements, [`RUN`] at a time: by
+    /// `plain` where all of them lie within `range` (`plain` gives `full`'s
+    /// bits there, with less work: [`VMath::exp_plain`], [`VMath::ln_plain`]).
     ///
     /// # Safety
     /// `src` and `dst` each address `n` aligned elements, which are either
     /// the same (in place) or apart; the output is exclusively ours.
-    pub(crate) unsafe fn exp_run[T: VMath](src: *const T, dst: *mut T, n: usize) => exp_run_body;
+    pub(crate) unsafe fn run[T: VMath](
+        src: *const T, dst: *mut T, n: usize, range: (T, T), plain: impl Fn(T) -> T, full: impl Fn(T) -> T,
+    ) => run_body;
 }
 
-/// [`exp_run`] as built.
+/// [`run`] as built.
 ///
 /// # Safety
-/// As for [`exp_run`].
+/// As for [`run`].
 #[inline(always)]
-unsafe fn exp_run_body<T: VMath>(src: *const T, dst: *mut T, n: usize) {
+unsafe fn run_body<T: VMath>(
+    src: *const T,
+    dst: *mut T,
+    n: usize,
+    (lo, hi): (T, T),
+    plain: impl Fn(T) -> T,
+    full: impl Fn(T) -> T,
+) {
+    // `&`, not `&&`: a test of every element, which vectorises.
+    let inside = |x: &[T]| x.iter().fold(true, |ok, &v| ok & (v >= lo) & (v <= hi));
     // Slices, so the loops vectorise (through a [T; RUN] copy they did not);
     // in place, one mutable slice.
     if src == dst.cast_const() {
         // SAFETY: the caller's promise: n elements, exclusively ours.
         let d = unsafe { std::slice::from_raw_parts_mut(dst, n) };
         for c in d.chunks_mut(RUN) {
-            if plain(c) {
-                c.iter_mut().for_each(|v| *v = v.exp_plain());
+            if inside(c) {
+                c.iter_mut().for_each(|v| *v = plain(*v));
             } else {
-                c.iter_mut().for_each(|v| *v = v.exp_v());
+                c.iter_mut().for_each(|v| *v = full(*v));
             }
         }
     } else {
@@ -174,21 +223,13 @@ unsafe fn exp_run_body<T: VMath>(src: *const T, dst: *mut T, n: usize) {
             )
         };
         for (s, d) in s.chunks(RUN).zip(d.chunks_mut(RUN)) {
-            if plain(s) {
-                d.iter_mut().zip(s).for_each(|(d, v)| *d = v.exp_plain());
+            if inside(s) {
+                d.iter_mut().zip(s).for_each(|(d, &v)| *d = plain(v));
             } else {
-                d.iter_mut().zip(s).for_each(|(d, v)| *d = v.exp_v());
+                d.iter_mut().zip(s).for_each(|(d, &v)| *d = full(v));
             }
         }
     }
-}
-
-/// Whether every element lies within `EXP_PLAIN` (`&`, not `&&`: a test of
-/// every element, which vectorises).
-#[inline(always)]
-fn plain<T: VMath>(x: &[T]) -> bool {
-    let (lo, hi) = T::EXP_PLAIN;
-    x.iter().fold(true, |ok, &v| ok & (v >= lo) & (v <= hi))
 }
 
 /// `1.5 * 2^23`: added to a float32, rounds it to an integer (ties to even)
@@ -307,35 +348,55 @@ fn special_ln<F: PartialOrd + Copy + std::ops::Neg<Output = F> + Default>(
 
 #[cfg(test)]
 mod tests {
-    use super::{VMath, exp_run};
+    use super::{VMath, run};
 
-    /// exp_run on runs inside `EXP_PLAIN`, across its edges and past them
-    /// (NaN, the infinities, subnormal and overflowing results), apart and
-    /// in place, with a tail: exp_v's bits everywhere.
+    /// `run` of exp and ln on runs inside their plain ranges, across the
+    /// edges and past them (NaN, the infinities, zeros, subnormal and
+    /// overflowing results), apart and in place, with a tail: the bits of
+    /// `exp_v` and `ln_v` everywhere.
     #[test]
-    fn exp_run_gives_exp_v_bits() {
-        fn check<T: VMath + Into<f64> + std::fmt::Debug>(xs: Vec<T>, bits: impl Fn(T) -> u64) {
-            let want: Vec<u64> = xs.iter().map(|&x| bits(x.exp_v())).collect();
-            let mut out = xs.clone();
-            // SAFETY: both hold xs.len() elements, apart.
-            unsafe { exp_run(xs.as_ptr(), out.as_mut_ptr(), xs.len()) };
-            assert_eq!(out.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
-            let mut inplace = xs.clone();
-            let p = inplace.as_mut_ptr();
-            // SAFETY: one buffer of xs.len() elements, in place.
-            unsafe { exp_run(p.cast_const(), p, xs.len()) };
-            assert_eq!(inplace.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+    fn runs_give_the_full_kernels_bits() {
+        fn check<T: VMath + std::fmt::Debug>(xs: Vec<T>, bits: impl Fn(T) -> u64) {
+            let kernels: [((T, T), fn(T) -> T, fn(T) -> T); 2] = [
+                (T::EXP_PLAIN, T::exp_plain, T::exp_v),
+                (T::LN_PLAIN, T::ln_plain, T::ln_v),
+            ];
+            for (range, plain, full) in kernels {
+                let want: Vec<u64> = xs.iter().map(|&x| bits(full(x))).collect();
+                let mut out = xs.clone();
+                // SAFETY: both hold xs.len() elements, apart.
+                unsafe { run(xs.as_ptr(), out.as_mut_ptr(), xs.len(), range, plain, full) };
+                assert_eq!(out.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+                let mut inplace = xs.clone();
+                let p = inplace.as_mut_ptr();
+                // SAFETY: one buffer of xs.len() elements, in place.
+                unsafe { run(p.cast_const(), p, xs.len(), range, plain, full) };
+                assert_eq!(inplace.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+            }
         }
         let n = if cfg!(miri) { 200 } else { 3001 };
         let grid = |lo: f64, hi: f64| (0..n).map(move |i| lo + (hi - lo) * i as f64 / n as f64);
-        let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, f64::MAX];
+        let specials = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.0,
+            f64::MAX,
+            1e-310,
+        ];
         let mut xs: Vec<f64> = grid(-20.0, 20.0).chain(grid(-750.0, 712.0)).collect();
         xs.extend_from_slice(&specials);
         xs.extend(grid(-708.0, 709.0).take(130));
+        xs.extend(grid(0.0, 1e-306).take(130)); // subnormal and normal logs
         check(xs, f64::to_bits);
-        let mut xs: Vec<f32> = grid(-20.0, 20.0).chain(grid(-106.0, 90.0)).map(|x| x as f32).collect();
+        let mut xs: Vec<f32> = grid(-20.0, 20.0)
+            .chain(grid(-106.0, 90.0))
+            .map(|x| x as f32)
+            .collect();
         xs.extend(specials.iter().map(|&x| x as f32));
         xs.extend(grid(-87.0, 88.0).take(130).map(|x| x as f32));
+        xs.extend(grid(0.0, 1e-36).take(130).map(|x| x as f32));
         check(xs, |y| y.to_bits() as u64);
     }
 
