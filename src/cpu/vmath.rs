@@ -356,8 +356,10 @@ mod tests {
     /// `exp_v` and `ln_v` everywhere.
     #[test]
     fn runs_give_the_full_kernels_bits() {
+        /// A plain range, the plain kernel and the full one.
+        type Pair<T> = ((T, T), fn(T) -> T, fn(T) -> T);
         fn check<T: VMath + std::fmt::Debug>(xs: Vec<T>, bits: impl Fn(T) -> u64) {
-            let kernels: [((T, T), fn(T) -> T, fn(T) -> T); 2] = [
+            let kernels: [Pair<T>; 2] = [
                 (T::EXP_PLAIN, T::exp_plain, T::exp_v),
                 (T::LN_PLAIN, T::ln_plain, T::ln_v),
             ];
