@@ -14,21 +14,14 @@
 
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::narrow::CHUNK;
+use super::parallel::{Shared, for_elements};
 use super::strided::{memory_order, view, view_mut};
-use super::vmath::{self, VMath};
+use super::vmath;
 use crate::backend::UnaryOp;
 use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 use smallvec::SmallVec;
-
-/// From this many elements on, a loop splits across threads (PyTorch's
-/// grain size). With the caller taking part (`parallel.rs`), a split costs
-/// it the wake-up call of a worker: on a busy 2-core machine 2 threads ran at
-/// most 0.8 µs slower than 1 below 2^17 elements and even above. Where a
-/// second core is free it should about halve the loop; the crossover was not
-/// measured on a quiet machine (none was available).
-const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Elements per block of the float16/bfloat16 paths (three stack arrays of
 /// float32 stay in L1).
@@ -172,28 +165,6 @@ impl Plan {
     fn inner(&self) -> [isize; 3] {
         self.dims.last().expect("a plan has a dimension").1
     }
-}
-
-/// Raw pointers that threads may share: each writes its own range.
-#[derive(Clone, Copy)]
-struct Shared<T>(T);
-// SAFETY: the loops hand each thread a disjoint range of output elements;
-// inputs are only read.
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for Shared<T> {}
-
-/// Runs `part(start, end)` over `0..n` elements of `T`, split across
-/// threads when large (pieces of whole cache lines, so threads never share
-/// one). One-byte elements (bool, int8) split from 4 times as many: `a == b`
-/// on 10^5 bools took 3.6 µs on two threads against 2.7 on one (NumPy 2.8).
-fn parallel<T>(n: usize, part: impl Fn(usize, usize) + Sync) {
-    let min = if size_of::<T>() == 1 {
-        PARALLEL_THRESHOLD * 4
-    } else {
-        PARALLEL_THRESHOLD
-    };
-    super::parallel::for_range(n, min, 64, part)
 }
 
 /// A slice of `len` elements at `p`.
@@ -569,7 +540,7 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ka, &kb]);
     let (po, sa, sb) = (Shared(out.data_ptr().cast::<O>()), Shared(sa), Shared(sb));
-    parallel::<T>(out.numel(), |start, end| {
+    for_elements::<T>(out.numel(), |start, end| {
         let (po, sa, sb) = (po, sa, sb);
         let inner = plan.inner();
         plan.walk(start, end, |[oo, oa, ob], len| {
@@ -599,7 +570,7 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ko, &kb]);
     let (po, sb) = (Shared(out.data_ptr().cast::<T>()), Shared(sb));
-    parallel::<T>(out.numel(), |start, end| {
+    for_elements::<T>(out.numel(), |start, end| {
         let (po, sb) = (po, sb);
         let inner = plan.inner();
         plan.walk(start, end, |[oo, _, ob], len| {
@@ -712,43 +683,10 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         (UnaryOp::Abs, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x & 0x7fff),
         (UnaryOp::Neg, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x ^ 0x8000),
-        (UnaryOp::Exp | UnaryOp::Log, DType::F32) if dense(out, src) => {
-            return vmath_dense::<f32>(out, src, op);
-        }
-        (UnaryOp::Exp | UnaryOp::Log, DType::F64) if dense(out, src) => {
-            return vmath_dense::<f64>(out, src, op);
-        }
+        _ if vmath::unary_dense(out, src, op) => return,
         _ => {}
     }
     with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))
-}
-
-/// Whether `out` and `src` are both row-major without gaps (or one tensor).
-fn dense(out: &Tensor, src: &Tensor) -> bool {
-    out.is_contiguous() && src.is_contiguous()
-}
-
-/// `out = exp(src)` or `ln(src)`, both dense: through [`vmath::run`], which
-/// skips the handling of extreme and special inputs where it can.
-fn vmath_dense<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
-    let (po, ps) = (
-        Shared(out.data_ptr().cast::<T>()),
-        Shared(src.data_ptr().cast::<T>().cast_const()),
-    );
-    parallel::<T>(out.numel(), |start, end| {
-        let (po, ps) = (po, ps);
-        // SAFETY: both hold numel aligned elements (walkable, writable, of
-        // T), the same or apart; threads write disjoint ranges.
-        let (s, d, n) = unsafe { (ps.0.add(start), po.0.add(start), end - start) };
-        // SAFETY: as above.
-        unsafe {
-            if op == UnaryOp::Exp {
-                vmath::run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
-            } else {
-                vmath::run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
-            }
-        }
-    });
 }
 
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns

@@ -192,6 +192,36 @@ pub(crate) fn for_range(n: usize, min: usize, align: usize, part: impl Fn(usize,
     for_each(pieces, |i| part(i * chunk, ((i + 1) * chunk).min(n)));
 }
 
+/// From this many elements on, a loop splits across threads (PyTorch's
+/// grain size). With the caller taking part (above), a split costs
+/// it the wake-up call of a worker: on a busy 2-core machine 2 threads ran at
+/// most 0.8 µs slower than 1 below 2^17 elements and even above. Where a
+/// second core is free it should about halve the loop; the crossover was not
+/// measured on a quiet machine (none was available).
+const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+/// Raw pointers that threads may share: each writes its own range.
+#[derive(Clone, Copy)]
+pub(crate) struct Shared<T>(pub(crate) T);
+// SAFETY: the loops hand each thread a disjoint range of output elements;
+// inputs are only read.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Shared<T> {}
+
+/// Runs `part(start, end)` over `0..n` elements of `T` (an elementwise loop),
+/// split across threads when large (pieces of whole cache lines, so threads never share
+/// one). One-byte elements (bool, int8) split from 4 times as many: `a == b`
+/// on 10^5 bools took 3.6 µs on two threads against 2.7 on one (NumPy 2.8).
+pub(crate) fn for_elements<T>(n: usize, part: impl Fn(usize, usize) + Sync) {
+    let min = if size_of::<T>() == 1 {
+        PARALLEL_THRESHOLD * 4
+    } else {
+        PARALLEL_THRESHOLD
+    };
+    for_range(n, min, 64, part)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

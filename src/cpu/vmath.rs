@@ -17,6 +17,10 @@
 //! measured within 0.61 ulp on normal results, `ln` 0.73); NumPy's own
 //! float32 SIMD `exp` and `log` allow up to 2.52 and 3.83 ulp.
 
+use super::parallel::{Shared, for_elements};
+use crate::backend::UnaryOp;
+use crate::{DType, Tensor};
+
 /// The vectorisable kernels, per float type (the loops reach them through
 /// `Arith::exp` and `Arith::log`, float16 and bfloat16 through float32).
 pub(crate) trait VMath: Copy + PartialOrd {
@@ -169,6 +173,45 @@ fn ln_f64_normal(x: f64, k0: i64) -> f64 {
     let hfsq = 0.5 * f * f;
     let dk = k as f64;
     dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f)
+}
+
+/// `out = exp(src)` or `ln(src)` when both are dense float32 or float64
+/// (row-major without gaps, or one tensor): through [`run`], split across
+/// threads as the elementwise loops are. False (nothing written) otherwise.
+/// `src` is walkable and of `out`'s dtype, `out` writable and either `src`
+/// or apart from it.
+pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
+    if !matches!(op, UnaryOp::Exp | UnaryOp::Log) || !out.is_contiguous() || !src.is_contiguous() {
+        return false;
+    }
+    match src.dtype() {
+        DType::F32 => unary_dense_typed::<f32>(out, src, op),
+        DType::F64 => unary_dense_typed::<f64>(out, src, op),
+        _ => return false,
+    }
+    true
+}
+
+/// [`unary_dense`] for one float type.
+fn unary_dense_typed<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
+    let (po, ps) = (
+        Shared(out.data_ptr().cast::<T>()),
+        Shared(src.data_ptr().cast::<T>().cast_const()),
+    );
+    for_elements::<T>(out.numel(), |start, end| {
+        let (po, ps) = (po, ps);
+        // SAFETY: both hold numel aligned elements of T (walkable,
+        // writable), the same or apart; threads write disjoint ranges.
+        let (s, d, n) = unsafe { (ps.0.add(start), po.0.add(start), end - start) };
+        // SAFETY: as above.
+        unsafe {
+            if op == UnaryOp::Exp {
+                run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
+            } else {
+                run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
+            }
+        }
+    });
 }
 
 /// The elements [`run`] checks at a time.
