@@ -224,7 +224,8 @@ super::isa::twin! {
     ///
     /// # Safety
     /// `src` and `dst` each address `n` aligned elements, which are either
-    /// the same (in place) or apart; the output is exclusively ours.
+    /// the same (in place) or apart; the output is exclusively ours. For
+    /// `n = 0` they may be anything (an empty tensor's may be null).
     pub(crate) unsafe fn run[T: VMath](
         src: *const T, dst: *mut T, n: usize, range: (T, T), plain: impl Fn(T) -> T, full: impl Fn(T) -> T,
     ) => run_body;
@@ -243,6 +244,9 @@ unsafe fn run_body<T: VMath>(
     plain: impl Fn(T) -> T,
     full: impl Fn(T) -> T,
 ) {
+    if n == 0 {
+        return; // no slice may be made of a null pointer
+    }
     // `&`, not `&&`: a test of every element, which vectorises.
     let inside = |x: &[T]| x.iter().fold(true, |ok, &v| ok & (v >= lo) & (v <= hi));
     // Slices, so the loops vectorise (through a [T; RUN] copy they did not);
@@ -417,6 +421,18 @@ mod tests {
                 // SAFETY: one buffer of xs.len() elements, in place.
                 unsafe { run(p.cast_const(), p, xs.len(), range, plain, full) };
                 assert_eq!(inplace.iter().map(|&y| bits(y)).collect::<Vec<_>>(), want);
+                // An empty tensor's pointer may be null (torch's is).
+                // SAFETY: nothing to address.
+                unsafe {
+                    run(
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                        0,
+                        range,
+                        plain,
+                        full,
+                    )
+                };
             }
         }
         let n = if cfg!(miri) { 200 } else { 3001 };

@@ -246,3 +246,17 @@ def test_comparisons_in_every_layout_match_torch(dtype):
         for op in (lambda x, y: x < y, lambda x, y: x >= y, lambda x, y: x == y):
             same(op(to_db(a2), to_db(b2)), op(a2, b2))
     same(to_db(m) <= 1, m <= 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ["exp", "log"])
+def test_exp_and_log_of_an_empty_import_whose_pointer_is_null(dtype, name):
+    # torch's empty tensors have a null data pointer; the dense exp/log path
+    # once made a slice of it (undefined behaviour; caught by the ASan build).
+    t = torch.empty(0, dtype=dtype)
+    assert t.data_ptr() == 0
+    d = db.from_dlpack(t)
+    r = getattr(d, name)()
+    assert tuple(r.shape) == (0,) and r.dtype == db.from_dlpack(t).dtype
+    getattr(d, name + "_")()
+    assert d.numel() == 0
