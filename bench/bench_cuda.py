@@ -3,17 +3,21 @@
 elementwise and sum kernels, and the per-call cost of CUDA exchanges, against PyTorch
 (and CuPy) in one run.
 
-    python bench/bench_cuda.py [--impl dlbridge|torch] [--quick] [--check]
+    python bench/bench_cuda.py [--impl dlbridge|torch] [--quick] [--only transfers] [--check]
 
 Prints a table (dlbridge, peer, ratio, target, PASS/FAIL per row) and writes the same
 to bench/results/cuda.json. Exits 0 unless --check is given and a row fails. Without a
 CUDA device (dlbridge.cuda.is_available() False, or torch without CUDA) it prints why
 and exits 0, measuring nothing and writing nothing.
+`--only transfers` runs rows 1-2 and the host references alone (to compare the two ways the
+staging ring can store, DLBRIDGE_CUDA_PAGEABLE=staged|streamed, one
+process each); its results go to cuda-transfers-<mode>.json.
 `--impl torch` runs every "dlbridge" side with torch as a stand-in (to check the
 script itself end to end on a GPU machine; ratios are then ~1).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -299,6 +303,7 @@ def main():
     p.add_argument("--impl", choices=["dlbridge", "torch"], default="dlbridge",
                    help="what runs the 'dlbridge' side (torch = stand-in)")
     p.add_argument("--quick", action="store_true", help="smaller buffers, few repetitions (smoke test)")
+    p.add_argument("--only", choices=["transfers"], help="rows 1-2 and the host references alone")
     p.add_argument("--check", action="store_true", help="exit 1 if any target fails")
     args = p.parse_args()
     if args.quick:
@@ -328,7 +333,10 @@ def main():
     print(f"gpu: {info['gpu']} ({info['gpu_memory_gib']} GiB, L2 {info['gpu_l2_mib']} MiB), "
           f"torch {info['torch']} (CUDA {info['torch_cuda']}), dlbridge {info['dlbridge']}, "
           f"nvrtc {info.get('nvrtc', '?')}, cupy {info['cupy']}")
-    print(f"impl={args.impl} quick={args.quick} transfers={cfg.xfer_mib} MiB, kernels={cfg.elems:,} elements\n")
+    pageable = os.environ.get("DLBRIDGE_CUDA_PAGEABLE") or "default"
+    info["pageable"] = pageable
+    print(f"impl={args.impl} quick={args.quick} transfers={cfg.xfer_mib} MiB, kernels={cfg.elems:,} elements, "
+          f"DLBRIDGE_CUDA_PAGEABLE={pageable}\n")
 
     rows = []
     pinned_h2d = bench_h2d(db, cfg, rows, sync)
@@ -336,9 +344,10 @@ def main():
     copy_bw = bench_copy_bw(cfg, sync)
     host_one, host_many = bench_host_copy(cfg, sync)
     reg_h2d, reg_d2h = bench_registered(cfg, sync)
-    bench_elementwise(db, cfg, rows, sync, copy_bw)
-    bench_sum(db, cfg, rows, sync, copy_bw)
-    bench_exchange(db, cfg, rows)
+    if args.only is None:
+        bench_elementwise(db, cfg, rows, sync, copy_bw)
+        bench_sum(db, cfg, rows, sync, copy_bw)
+        bench_exchange(db, cfg, rows)
     print_table(rows, fmt, 48, "SKIP")
     print(f"reference bandwidths: pinned H2D {pinned_h2d:.1f} GB/s, pinned D2H {pinned_d2h:.1f} GB/s, "
           f"D2D copy {copy_bw:.1f} GB/s (read+write); host memcpy {host_one:.1f} GB/s on one thread, "
@@ -351,14 +360,15 @@ def main():
     failed = [r["row"] for r in counted if not r["passed"]]
     skipped = len(rows) - len(counted)
     print(f"\n{len(counted) - len(failed)}/{len(counted)} rows pass" + (f", {skipped} skipped" if skipped else ""))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(dict(impl=args.impl, quick=args.quick, machine=info, config=vars(cfg),
+    results = RESULTS if args.only is None else RESULTS.with_name(f"cuda-{args.only}-{pageable}.json")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(dict(impl=args.impl, quick=args.quick, machine=info, config=vars(cfg),
                                        reference_gbps=dict(pinned_h2d=pinned_h2d, pinned_d2h=pinned_d2h,
                                                            d2d_copy=copy_bw, host_copy_1_thread=host_one,
                                                            host_copy_torch_threads=host_many,
                                                            registered_h2d=reg_h2d, registered_d2h=reg_d2h),
                                        rows=rows), indent=2))
-    print(f"wrote {RESULTS}")
+    print(f"wrote {results}")
     return 1 if args.check and failed else 0
 
 

@@ -274,8 +274,9 @@ pub(crate) trait Backend: Sync {
     /// Copies `src` into `dst`: a contiguous tensor of the same shape and
     /// dtype on another device, where one of the two devices is this
     /// backend's (the other may be the host). `to_device` passes fresh
-    /// memory; `copy_` the destination itself, so no temporary is made.
-    fn transfer_into(&self, src: &Tensor, dst: &Tensor) -> Result<()>;
+    /// memory (`fresh`: allocated and never written); `copy_` the
+    /// destination itself, so no temporary is made.
+    fn transfer_into(&self, src: &Tensor, dst: &Tensor, fresh: bool) -> Result<()>;
 }
 
 /// What an accelerator adds to the crate-internal `Backend`: its devices and the DLPack

@@ -74,7 +74,7 @@ impl Backend for Cuda {
     fn random(&self, dst: &Tensor) -> Result<()> {
         off(dst.device())
     }
-    fn transfer_into(&self, src: &Tensor, dst: &Tensor) -> Result<()> {
+    fn transfer_into(&self, src: &Tensor, dst: &Tensor, _fresh: bool) -> Result<()> {
         off(Device::host_last(src.device(), dst.device()).0)
     }
 }

@@ -584,16 +584,16 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = Tensor::empty(self.shape(), self.dtype, target)?;
-        self.transfer_into(&out)?;
+        self.transfer_into(&out, true)?;
         Ok(out)
     }
 
     /// Copies this tensor into `dst`, a contiguous tensor of the same shape
     /// and dtype on another device. The device that is not the host does
-    /// the moving.
-    fn transfer_into(&self, dst: &Tensor) -> Result<()> {
+    /// the moving. `fresh`: `dst` was just allocated and never written.
+    fn transfer_into(&self, dst: &Tensor, fresh: bool) -> Result<()> {
         let (mover, _) = Device::host_last(dst.device(), self.device());
-        backend::of(mover).transfer_into(self, dst)
+        backend::of(mover).transfer_into(self, dst, fresh)
     }
 
     /// Copies `src` into `self`, broadcasting and casting (`Tensor.copy_`).
@@ -619,7 +619,7 @@ impl Tensor {
         let src = if src.device() != self.device() {
             if src.dtype == self.dtype && src.shape() == self.shape() && self.is_contiguous() {
                 // Straight into this memory, as torch's copy_: no temporary.
-                return src.transfer_into(self);
+                return src.transfer_into(self, false);
             }
             src.to_device(self.device())?
         } else if self.may_overlap(src) {

@@ -137,7 +137,7 @@ impl Backend for Cpu {
         fill_uniform(dst)
     }
 
-    fn transfer_into(&self, src: &Tensor, dst: &Tensor) -> Result<()> {
+    fn transfer_into(&self, src: &Tensor, dst: &Tensor, _fresh: bool) -> Result<()> {
         // Host to host: the only transfer the CPU backend is asked for.
         dst.copy_(src)
     }

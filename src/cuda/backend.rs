@@ -65,7 +65,7 @@ impl Backend for Cuda {
         kernels::rand(dst)
     }
 
-    fn transfer_into(&self, t: &Tensor, out: &Tensor) -> Result<()> {
+    fn transfer_into(&self, t: &Tensor, out: &Tensor, fresh: bool) -> Result<()> {
         debug_assert!(out.is_contiguous() && out.shape() == t.shape() && out.dtype() == t.dtype());
         if t.numel() == 0 {
             return Ok(());
@@ -88,7 +88,7 @@ impl Backend for Cuda {
                 // SAFETY: out is a contiguous host tensor of `bytes` bytes that
                 // nothing else reads or writes during the copy.
                 let host = unsafe { std::slice::from_raw_parts_mut(out.data_ptr(), bytes) };
-                transfer::device_to_host(gpu, host, src.data_ptr() as u64)?;
+                transfer::device_to_host(gpu, host, src.data_ptr() as u64, fresh)?;
             }
             (DeviceKind::Cuda, DeviceKind::Cuda) => {
                 let src = t.contiguous()?;

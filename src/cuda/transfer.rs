@@ -3,13 +3,16 @@
 //! Ordinary (pageable) host memory cannot be DMA'd directly. Large copies go
 //! through a ring of pinned staging buffers: while the GPU moves one chunk,
 //! the CPU (several threads, via rayon) fills or drains the next, so the link
-//! runs near its pinned bandwidth. Small copies use the driver's own path.
+//! runs as fast as the host can copy memory. Small copies use the driver's
+//! own path. Page-locking the user's pages for each copy instead, so the GPU
+//! reads them in place, measured slower on an H100 (docs/benchmarks.md).
 
 use super::driver::{self, Event, STREAM};
 use super::runtime::Gpu;
 use crate::Result;
 use cudarc::driver::sys;
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 /// Bytes per staging buffer, and how many buffers rotate.
 const CHUNK: usize = 8 << 20;
@@ -18,6 +21,34 @@ const BUFFERS: usize = 4;
 const DIRECT_BELOW: usize = 1 << 20;
 /// Pieces of a chunk the CPU copies in parallel.
 const PIECE: usize = 512 << 10;
+
+/// How the ring's CPU side stores into memory that is already resident (the
+/// pinned buffers, an existing host array): `DLBRIDGE_CUDA_PAGEABLE` is
+/// `streamed` (the default) or `staged`, read once, to measure one against
+/// the other. Fresh host outputs (`t.cpu()`) always take ordinary stores: the
+/// kernel has just zeroed their pages through the cache, where plain stores
+/// land, and non-temporal ones measured 5-10% slower there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pageable {
+    /// Ordinary stores: each destination line is read before it is written.
+    Staged,
+    /// Non-temporal stores: lines written whole, not read first (a third
+    /// more host-to-device bandwidth on the H100 machine).
+    Streamed,
+}
+
+impl Pageable {
+    fn streams() -> bool {
+        static MODE: OnceLock<Pageable> = OnceLock::new();
+        let mode = MODE.get_or_init(
+            || match std::env::var("DLBRIDGE_CUDA_PAGEABLE").as_deref() {
+                Ok("staged") => Pageable::Staged,
+                _ => Pageable::Streamed,
+            },
+        );
+        *mode == Pageable::Streamed
+    }
+}
 
 struct Pinned {
     ptr: *mut u8,
@@ -67,14 +98,52 @@ impl Staging {
 }
 
 /// memcpy with several threads: one thread cannot keep up with a PCIe 5 link.
-fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+fn parallel_copy(dst: &mut [u8], src: &[u8], streams: bool) {
+    let piece = |d: &mut [u8], s: &[u8]| {
+        if streams {
+            stream_copy(d, s)
+        } else {
+            d.copy_from_slice(s)
+        }
+    };
     if dst.len() < 2 * PIECE {
-        dst.copy_from_slice(src);
+        piece(dst, src);
         return;
     }
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+        .for_each(|(d, s)| piece(d, s));
+}
+
+/// `dst.copy_from_slice(src)` with non-temporal stores: the destination's
+/// lines are written whole, not read first, and do not evict the source
+/// from the cache. Ends with a store fence, so another agent (the DMA
+/// engine, another thread) sees every byte once this returns.
+pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "stream_copy of unequal lengths");
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        const LINE: usize = 64;
+        let head = dst.as_ptr().align_offset(16).min(dst.len());
+        let lines = (dst.len() - head) / LINE;
+        let body = head + lines * LINE;
+        dst[..head].copy_from_slice(&src[..head]);
+        // SAFETY: dst[head..body] and src[head..body] are in bounds (body <=
+        // len); dst + head is 16-byte aligned, as _mm_stream_si128 needs;
+        // loads are unaligned; SSE2 is part of x86_64.
+        unsafe {
+            let d = dst.as_mut_ptr().add(head).cast::<__m128i>();
+            let s = src.as_ptr().add(head).cast::<__m128i>();
+            for i in 0..lines * (LINE / 16) {
+                _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
+            }
+            _mm_sfence();
+        }
+        dst[body..].copy_from_slice(&src[body..]);
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    dst.copy_from_slice(src);
 }
 
 fn with_staging<T>(gpu: &Gpu, f: impl FnOnce(&mut Staging) -> Result<T>) -> Result<T> {
@@ -97,13 +166,14 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
         unsafe { driver::copy_to_device(dst, src) }?;
         return driver::synchronize("copying host to device");
     }
+    let streams = Pageable::streams();
     with_staging(gpu, |staging| {
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
             let buf = &mut staging.buffers[i % BUFFERS];
             Staging::wait(buf)?;
             // SAFETY: buf.ptr holds CHUNK bytes and no DMA is using it (waited above).
             let pinned = unsafe { std::slice::from_raw_parts_mut(buf.ptr, chunk.len()) };
-            parallel_copy(pinned, chunk);
+            parallel_copy(pinned, chunk, streams);
             // SAFETY: pinned stays untouched until the event recorded next has fired.
             unsafe { driver::copy_to_device(dst + (i * CHUNK) as u64, pinned) }?;
             Staging::record(buf)?;
@@ -113,7 +183,9 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
 }
 
 /// Copies device bytes at `src` into host memory; complete on return.
-pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Result<()> {
+/// `fresh`: `dst` was just allocated and never written (its pages not yet
+/// faulted in).
+pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr, fresh: bool) -> Result<()> {
     let _ctx = gpu.bind()?;
     if dst.len() < DIRECT_BELOW {
         // SAFETY: src holds dst.len() bytes; the sync makes the copy complete
@@ -121,6 +193,7 @@ pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Resul
         unsafe { driver::copy_to_host(dst, src) }?;
         return driver::synchronize("copying device to host");
     }
+    let streams = !fresh && Pageable::streams();
     with_staging(gpu, |staging| {
         let total = dst.len();
         let chunks = total.div_ceil(CHUNK);
@@ -146,7 +219,7 @@ pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr) -> Resul
             Staging::wait(buf)?;
             // SAFETY: the DMA into buf has completed (waited above).
             let pinned = unsafe { std::slice::from_raw_parts(buf.ptr, hi - lo) };
-            parallel_copy(&mut dst[lo..hi], pinned);
+            parallel_copy(&mut dst[lo..hi], pinned, streams);
             if i + BUFFERS < chunks {
                 issue(staging, i + BUFFERS)?;
             }
@@ -187,4 +260,53 @@ pub fn device_to_device(
         )
     }?;
     src_gpu.synchronize()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn a_streamed_copy_matches_memcpy_at_every_alignment_and_tail() {
+        let src = pattern(300);
+        for dst_off in 0..17 {
+            for src_off in [0, 1, 5, 16] {
+                for len in (0..200).chain([255, 256, 257]) {
+                    if src_off + len > src.len() {
+                        continue;
+                    }
+                    let mut dst = vec![0xAAu8; dst_off + len + 8];
+                    stream_copy(
+                        &mut dst[dst_off..dst_off + len],
+                        &src[src_off..src_off + len],
+                    );
+                    assert_eq!(&dst[dst_off..dst_off + len], &src[src_off..src_off + len]);
+                    assert!(
+                        dst[..dst_off].iter().all(|&b| b == 0xAA),
+                        "wrote before the range"
+                    );
+                    assert!(
+                        dst[dst_off + len..].iter().all(|&b| b == 0xAA),
+                        "wrote past the range"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "megabytes: too slow under Miri")]
+    fn the_ring_copies_large_buffers_whole_either_way() {
+        let src = pattern(3 * PIECE + 12_345);
+        for streams in [false, true] {
+            let mut dst = vec![0u8; src.len() + 3];
+            parallel_copy(&mut dst[3..], &src, streams);
+            assert_eq!(&dst[3..], &src[..]);
+            assert_eq!(&dst[..3], &[0, 0, 0]);
+        }
+    }
 }

@@ -14,6 +14,8 @@
 #   sanitizer  compute-sanitizer memcheck over tests/gpu/sanitizer_workload.py (every kernel, the
 #              staging ring, exchange with torch and CuPy, CUDA IPC), racecheck over its kernels
 #   bench      bench/bench_cuda.py (GPU_BENCH_ARGS, default --quick)
+#   pageable   bench_cuda.py --only transfers three times per DLBRIDGE_CUDA_PAGEABLE mode
+#              (staged, streamed), alternating: how the staging ring's stores compare, on one machine
 #   rest       pytest on the rest of tests/python (what this machine's peers allow)
 #
 # GPU_BATCH_USE_INSTALLED=1 skips the install and tests the importable dlbridge (how
@@ -90,6 +92,14 @@ write_summary() {
       tail -60 "$LOGS/bench.log"
       echo '```'
     fi
+    for log in "$LOGS"/pageable-*.log; do
+      [ -f "$log" ] || continue
+      echo
+      echo "## $(basename "$log" .log): bench_cuda.py --only transfers"
+      echo '```'
+      grep -E 'impl=|[12][a-f]\. |reference|pageable|rows pass' "$log"
+      echo '```'
+    done
   } > "$SUMMARY.tmp" && mv "$SUMMARY.tmp" "$SUMMARY"
   tar -C "$LOGS" -czf "$OUT/logs.tar.gz" . 2>/dev/null
 }
@@ -193,11 +203,21 @@ for step in $STEPS; do
       # shellcheck disable=SC2086 # GPU_BENCH_ARGS is a list of arguments
       run_step bench 150 "$PY" bench/bench_cuda.py $BENCH_ARGS
       [ -f bench/results/cuda.json ] && cp bench/results/cuda.json "$OUT/cuda.json" ;;
+    pageable)
+      for round in 1 2 3; do
+        for mode in staged streamed; do
+          # shellcheck disable=SC2086 # GPU_BENCH_ARGS is a list of arguments
+          run_step "pageable-$mode-$round" 60 env DLBRIDGE_CUDA_PAGEABLE=$mode \
+            "$PY" bench/bench_cuda.py --only transfers $BENCH_ARGS
+          f=bench/results/cuda-transfers-$mode.json
+          [ -f "$f" ] && cp "$f" "$OUT/cuda-transfers-$mode-$round.json"
+        done
+      done ;;
     rest)
       run_step rest 560 "${PYTEST[@]}" -q tests/python --ignore=tests/python/gpu \
         --ignore=tests/python/test_cuda_nogpu.py ;;
     *)
-      ROWS+=("| $step | - | 0 | unknown step (known: env gpu seeds capi sanitizer bench rest) |"); write_summary ;;
+      ROWS+=("| $step | - | 0 | unknown step (known: env gpu seeds capi sanitizer bench pageable rest) |"); write_summary ;;
   esac
 done
 
