@@ -22,32 +22,17 @@ const DIRECT_BELOW: usize = 1 << 20;
 /// Pieces of a chunk the CPU copies in parallel.
 const PIECE: usize = 512 << 10;
 
-/// How the ring's CPU side stores into memory that is already resident (the
-/// pinned buffers, an existing host array): `DLBRIDGE_CUDA_PAGEABLE` is
-/// `streamed` (the default) or `staged`, read once, to measure one against
-/// the other. Fresh host outputs (`t.cpu()`) always take ordinary stores: the
-/// kernel has just zeroed their pages through the cache, where plain stores
-/// land, and non-temporal ones measured 5-10% slower there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pageable {
-    /// Ordinary stores: each destination line is read before it is written.
-    Staged,
-    /// Non-temporal stores: lines written whole, not read first (a third
-    /// more host-to-device bandwidth on the H100 machine).
-    Streamed,
-}
-
-impl Pageable {
-    fn streams() -> bool {
-        static MODE: OnceLock<Pageable> = OnceLock::new();
-        let mode = MODE.get_or_init(
-            || match std::env::var("DLBRIDGE_CUDA_PAGEABLE").as_deref() {
-                Ok("staged") => Pageable::Staged,
-                _ => Pageable::Streamed,
-            },
-        );
-        *mode == Pageable::Streamed
-    }
+/// Whether the ring's CPU side stores non-temporally (whole lines, none read
+/// first) into memory that is already resident: the pinned buffers, an
+/// existing host array. On the H100 machine that gave host-to-device copies
+/// a third more bandwidth. Fresh host outputs (`t.cpu()`) always take
+/// ordinary stores: the kernel has just zeroed their pages through the cache,
+/// where those land, and non-temporal ones measured 5-10% slower there.
+/// `DLBRIDGE_CUDA_PAGEABLE=staged` (read once) makes every store ordinary,
+/// to measure one against the other.
+fn streaming_stores() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("DLBRIDGE_CUDA_PAGEABLE").as_deref() != Ok("staged"))
 }
 
 struct Pinned {
@@ -119,7 +104,7 @@ fn parallel_copy(dst: &mut [u8], src: &[u8], streams: bool) {
 /// lines are written whole, not read first, and do not evict the source
 /// from the cache. Ends with a store fence, so another agent (the DMA
 /// engine, another thread) sees every byte once this returns.
-pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+fn stream_copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "stream_copy of unequal lengths");
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
@@ -166,7 +151,7 @@ pub fn host_to_device(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()
         unsafe { driver::copy_to_device(dst, src) }?;
         return driver::synchronize("copying host to device");
     }
-    let streams = Pageable::streams();
+    let streams = streaming_stores();
     with_staging(gpu, |staging| {
         for (i, chunk) in src.chunks(CHUNK).enumerate() {
             let buf = &mut staging.buffers[i % BUFFERS];
@@ -193,7 +178,7 @@ pub fn device_to_host(gpu: &Gpu, dst: &mut [u8], src: sys::CUdeviceptr, fresh: b
         unsafe { driver::copy_to_host(dst, src) }?;
         return driver::synchronize("copying device to host");
     }
-    let streams = !fresh && Pageable::streams();
+    let streams = !fresh && streaming_stores();
     with_staging(gpu, |staging| {
         let total = dst.len();
         let chunks = total.div_ceil(CHUNK);
