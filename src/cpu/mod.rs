@@ -19,6 +19,7 @@ mod pow;
 mod random;
 mod reduce;
 mod reduce_run;
+mod sqrt;
 mod strided;
 mod sum_lanes;
 mod vmath;

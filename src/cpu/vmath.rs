@@ -177,10 +177,14 @@ fn ln_f64_normal(x: f64, k0: i64) -> f64 {
 
 /// `out = exp(src)` or `ln(src)` when both are dense float32 or float64
 /// (row-major without gaps, or one tensor): through [`run`], split across
-/// threads as the elementwise loops are. False (nothing written) otherwise.
+/// threads as the elementwise loops are; `sqrt` through [`super::sqrt`]
+/// where the CPU has AVX-512. False (nothing written) otherwise.
 /// `src` is walkable and of `out`'s dtype, `out` writable and either `src`
 /// or apart from it.
 pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
+    if op == UnaryOp::Sqrt {
+        return super::sqrt::dense(out, src);
+    }
     if !matches!(op, UnaryOp::Exp | UnaryOp::Log) || !out.is_contiguous() || !src.is_contiguous() {
         return false;
     }

