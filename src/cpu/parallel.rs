@@ -3,12 +3,19 @@
 //! rayon's `scope`/`join` called from a thread outside its pool (Python's)
 //! hand the whole job to the pool and put the caller to sleep: every call
 //! pays a worker's wake-up and then the caller's. Here the caller starts
-//! right away on the pieces and the helpers (a pool of our own, one thread
-//! fewer than [`threads`]) join in as they wake; the caller waits only for
-//! pieces another thread has claimed (which are running), never for a
-//! worker to wake. This is how OpenMP's master thread works in NumPy's and
+//! right away on the pieces and the helpers (threads of our own, one fewer
+//! than [`threads`]) join in as they take the job; the caller waits only
+//! for pieces another thread has claimed (which are running), never for a
+//! helper to wake. This is how OpenMP's master thread works in NumPy's and
 //! torch's loops, and it keeps a 10^5-element loop from costing more on two
 //! threads than on one.
+//!
+//! A helper spins for [`SPIN`] after each job before it parks, as OpenMP's
+//! workers do (libgomp's for milliseconds). A rayon pool's worker slept
+//! sooner: a loop of 10^5-element ops after a pause ran at one thread's
+//! speed while it woke, and a new process's first 40 ms of ops (the
+//! scheduler left the sleeper on the caller's core until it balanced)
+//! too: `-x` on 10^5 float32, 8.6 µs a call there, 6.0 now.
 //!
 //! Each thread owns a contiguous share of the pieces (the caller the
 //! first) and claims its own before taking what is left of the others', so
@@ -34,20 +41,107 @@ pub(crate) fn threads() -> usize {
     })
 }
 
-/// The helpers: `threads() - 1` workers of a pool of our own, since the
-/// calling thread is the other one. (rayon's global pool has a worker per
-/// core: with the caller that made one thread more than the cores, and an
-/// idle worker's `sched_yield` spinning took a core from the two doing the
-/// work; 2 threads ran a 33,000-element loop 2x slower than 1 on 2 cores.)
-fn helper_pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads().saturating_sub(1).max(1))
-            .thread_name(|i| format!("dlbridge-cpu-{i}"))
-            .build()
-            .expect("the CPU helper threads start")
+/// How long a helper spins for its next job before it sleeps: back-to-back
+/// ops (a Python loop over 10^5-element tensors) find it awake, as
+/// OpenMP's spinning workers are found in NumPy's and torch's loops.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// One helper thread: `threads() - 1` of them, since the calling thread is
+/// the other one. Its mailbox holds one job, the newest: an owner runs
+/// whatever no helper claimed itself, so a job replaced before a helper took
+/// it (or posted to a helper a `fork` left behind) costs nothing but a
+/// thread's help.
+struct Helper {
+    mailbox: std::sync::Mutex<Option<(Arc<Job>, usize)>>,
+    /// The mailbox is full: what the spinning helper reads.
+    posted: AtomicBool,
+    /// Running a job: an owner looks for idle helpers first.
+    busy: AtomicBool,
+    /// Parked (or about to be): the poster unparks it.
+    asleep: AtomicBool,
+    thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+std::thread_local! {
+    /// This thread's index among the helpers, if it is one.
+    static HELPER_INDEX: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The helpers, started on first use.
+fn helpers() -> &'static [Helper] {
+    static SLICE: std::sync::OnceLock<&'static [Helper]> = std::sync::OnceLock::new();
+    SLICE.get_or_init(|| {
+        let all: &'static [Helper] = Vec::leak(
+            (1..threads())
+                .map(|_| Helper {
+                    mailbox: std::sync::Mutex::new(None),
+                    posted: AtomicBool::new(false),
+                    busy: AtomicBool::new(false),
+                    asleep: AtomicBool::new(false),
+                    thread: std::sync::OnceLock::new(),
+                })
+                .collect(),
+        );
+        for (i, h) in all.iter().enumerate() {
+            let spawned = std::thread::Builder::new()
+                .name(format!("dlbridge-cpu-{i}"))
+                .spawn(move || serve(h, i));
+            // A helper that cannot start never gets the `thread` it would
+            // be unparked by, and `for_each` skips it.
+            if let Ok(handle) = spawned {
+                let _ = h.thread.set(handle.thread().clone());
+            }
+        }
+        all
     })
+}
+
+/// A helper's life: run what its mailbox receives, spinning for [`SPIN`]
+/// after each job, then parked until the next.
+fn serve(me: &'static Helper, index: usize) {
+    HELPER_INDEX.with(|c| c.set(Some(index)));
+    loop {
+        let mut idle_since = std::time::Instant::now();
+        let mut spins = 0u32;
+        while !me.posted.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(256) && idle_since.elapsed() > SPIN {
+                // Dekker's handshake with `post` (both sequentially
+                // consistent): either this sees the post or `post` sees
+                // `asleep` and unparks.
+                me.asleep.store(true, Ordering::SeqCst);
+                if !me.posted.load(Ordering::SeqCst) {
+                    std::thread::park();
+                }
+                me.asleep.store(false, Ordering::SeqCst);
+                idle_since = std::time::Instant::now();
+            }
+        }
+        let job = {
+            let mut mailbox = me.mailbox.lock().unwrap_or_else(|e| e.into_inner());
+            me.posted.store(false, Ordering::Relaxed);
+            mailbox.take()
+        };
+        if let Some((job, t)) = job {
+            me.busy.store(true, Ordering::Relaxed);
+            job.run(t);
+            me.busy.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Helper {
+    /// Hands `job`'s share `t` to this helper, waking it if it sleeps.
+    fn post(&self, job: Arc<Job>, t: usize) {
+        *self.mailbox.lock().unwrap_or_else(|e| e.into_inner()) = Some((job, t));
+        self.posted.store(true, Ordering::SeqCst);
+        if self.asleep.load(Ordering::SeqCst)
+            && let Some(thread) = self.thread.get()
+        {
+            thread.unpark();
+        }
+    }
 }
 
 /// A type-erased `Fn(piece)` whose borrow the helpers may outlive: they
@@ -100,27 +194,34 @@ impl Job {
 }
 
 /// Runs `f(i)` for every `i` in `0..pieces`, on this thread and, when
-/// `pieces > 1` and more threads are allowed, on rayon's workers as they
-/// become free. Returns once every piece has run; a panic in a piece is
-/// raised here.
+/// `pieces > 1` and more threads are allowed, on idle helpers as they take
+/// it. Returns once every piece has run; a panic in a piece is raised here.
+/// Nested calls (from a piece, on a helper or not) post to the helpers
+/// that are idle and never wait for one to become free.
 pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
-    // Miri first: asking rayon for its threads starts its pool, whose
-    // crossbeam-epoch Stacked Borrows rejects.
     if cfg!(miri) || pieces < 2 || threads() == 1 {
         return (0..pieces).for_each(f);
     }
-    let helpers = threads().min(pieces) - 1;
-    if rayon::current_thread_index().is_some() {
-        // Nested in a worker: rayon's own splitting never blocks a worker.
-        use rayon::prelude::*;
-        return (0..pieces).into_par_iter().for_each(&f);
+    let me = HELPER_INDEX.with(|c| c.get());
+    let wanted = threads().min(pieces) - 1;
+    let mut chosen = Vec::with_capacity(wanted);
+    for (i, h) in helpers().iter().enumerate() {
+        if chosen.len() == wanted {
+            break;
+        }
+        if Some(i) != me && !h.busy.load(Ordering::Relaxed) && h.thread.get().is_some() {
+            chosen.push(h);
+        }
+    }
+    if chosen.is_empty() {
+        return (0..pieces).for_each(f);
     }
     let part: &(dyn Fn(usize) + Sync) = &f;
     // SAFETY: only the lifetime is erased; `Job::run` calls `part` for
     // claimed pieces alone, and this function returns (and `f` drops) only
     // after every claimed piece is done (`pieces` claims all there are).
     let part: *const (dyn Fn(usize) + Sync + 'static) = unsafe { std::mem::transmute(part) };
-    let threads = helpers + 1;
+    let threads = chosen.len() + 1;
     let job = Arc::new(Job {
         next: (0..threads)
             .map(|t| AtomicUsize::new(share(t, threads, pieces).start))
@@ -130,9 +231,8 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
         panicked: AtomicBool::new(false),
         part,
     });
-    for t in 1..threads {
-        let job = Arc::clone(&job);
-        helper_pool().spawn(move || job.run(t));
+    for (t, h) in chosen.into_iter().enumerate() {
+        h.post(Arc::clone(&job), t + 1);
     }
     job.run(0);
     // Every piece is claimed now; wait for those still running elsewhere.
@@ -156,9 +256,6 @@ pub(crate) fn join<A: Send, B: Send>(
     a: impl FnOnce() -> A + Send,
     b: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    if rayon::current_thread_index().is_some() {
-        return rayon::join(a, b);
-    }
     let (fa, fb) = (
         std::sync::Mutex::new(Some(a)),
         std::sync::Mutex::new(Some(b)),
@@ -181,7 +278,7 @@ pub(crate) fn join<A: Send, B: Send>(
 /// Calls `part(start, end)` over `0..n` in pieces of whole multiples of
 /// `align` elements, threaded from `min` elements on.
 pub(crate) fn for_range(n: usize, min: usize, align: usize, part: impl Fn(usize, usize) + Sync) {
-    // The size first: a small loop never asks for rayon's pool.
+    // The size first: a small loop never starts the helpers.
     if n < min || cfg!(miri) || threads() == 1 {
         return part(0, n);
     }
