@@ -343,4 +343,31 @@ mod tests {
         assert!(seen.windows(2).all(|w| w[0].1 == w[1].0));
         assert_eq!(join(|| 1, || "b"), (1, "b"));
     }
+
+    /// Loops nested in pieces (on the caller and on helpers) and loops
+    /// from several threads at once share the helpers without deadlock,
+    /// each piece once; after a pause past `SPIN` the parked helpers wake.
+    #[test]
+    fn nested_and_concurrent_loops_each_run_every_piece_once() {
+        let total = AtomicUsize::new(0);
+        let nested = || {
+            for_each(7, |_| {
+                for_each(5, |_| {
+                    total.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| (0..50).for_each(|_| nested()));
+            }
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 4 * 50 * 7 * 5);
+        std::thread::sleep(SPIN * 5);
+        let hits = AtomicUsize::new(0);
+        for_each(64, |_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 64);
+    }
 }
