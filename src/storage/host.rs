@@ -39,12 +39,14 @@ const MMAP_UNINIT: usize = if cfg!(dlbridge_asan) {
 };
 /// The largest freed mapping kept as a spare for the next uninitialised
 /// buffer. The kernel zeroes a fresh mapping on first write, which made a
-/// 10^7-element cast to float32 take 3 to 4 ms instead of 1. One spare of at
-/// most 64 MiB is what glibc keeps for smaller blocks (its trim threshold
-/// once its mmap threshold has risen to 32 MiB), and it is handed back with
-/// `MADV_FREE`, so the kernel may still take its pages under memory pressure.
+/// 10^7-element cast to float32 take 3 to 4 ms instead of 1, and in this
+/// project's virtual machines a float64 op of that size (80 MB) 27 ms on
+/// some runs instead of 5 (fresh guest pages fault on the host too). One
+/// spare of at most 256 MiB (a 2^25-element float64 result with room) is
+/// kept, handed back with `MADV_FREE`, so the kernel may still take its
+/// pages under memory pressure; glibc keeps up to 64 MiB on its own heap.
 /// Miri has no `madvise`.
-const SPARE_MAX: usize = if cfg!(miri) { 0 } else { 64 << 20 };
+const SPARE_MAX: usize = if cfg!(miri) { 0 } else { 256 << 20 };
 
 /// The spare mapping: its first byte and length (null and 0 when there is none).
 struct Spare(*mut u8, usize);
