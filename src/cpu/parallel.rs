@@ -50,7 +50,10 @@ const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 /// the other one. Its mailbox holds one job, the newest: an owner runs
 /// whatever no helper claimed itself, so a job replaced before a helper took
 /// it (or posted to a helper a `fork` left behind) costs nothing but a
-/// thread's help.
+/// thread's help. (A `fork` taken while another thread held a mailbox's
+/// lock, inside `post`, leaves it held in the child, whose next parallel
+/// loop would then wait forever: the window is a few instructions, as for
+/// any lock; rayon's pool had the same.)
 struct Helper {
     mailbox: std::sync::Mutex<Option<(Arc<Job>, usize)>>,
     /// The mailbox is full: what the spinning helper reads.
