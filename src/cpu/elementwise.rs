@@ -15,6 +15,7 @@
 use super::arith::{Arith, BinaryOp, CompareOp};
 use super::narrow::CHUNK;
 use super::parallel::{Shared, for_elements};
+use super::sqrt;
 use super::strided::{memory_order, view, view_mut};
 use super::vmath;
 use crate::backend::UnaryOp;
@@ -683,6 +684,7 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         (UnaryOp::Abs, DType::C128) => return magnitudes!(f64, Complex64),
         (UnaryOp::Abs, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x & 0x7fff),
         (UnaryOp::Neg, DType::F16 | DType::BF16) => sign_bit!(|x: u16| x ^ 0x8000),
+        (UnaryOp::Sqrt, _) if sqrt::dense(out, src) => return,
         _ if vmath::unary_dense(out, src, op) => return,
         _ => {}
     }

@@ -27,8 +27,7 @@
 //! Checked over every float32 and 4·10^7 float64 inputs (near-squares
 //! among them) when written; the unit tests keep a sample.
 
-use super::parallel::{Shared, for_elements};
-use crate::{DType, Tensor};
+use crate::Tensor;
 
 /// `out = sqrt(src)` when both are dense float32 or float64 and the CPU has
 /// AVX-512; false (nothing written) otherwise. `src` is walkable, `out`
@@ -36,32 +35,23 @@ use crate::{DType, Tensor};
 pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() && out.is_contiguous() && src.is_contiguous() {
+        use super::vmath::split_dense;
         match src.dtype() {
-            DType::F32 => split(out, src, avx512::sqrt_f32),
-            DType::F64 => split(out, src, avx512::sqrt_f64),
+            crate::DType::F32 => split_dense(out, src, |s, d, n| {
+                // SAFETY: the CPU has AVX-512 (checked); split_dense hands n
+                // elements each, the same or apart, the output range its own.
+                unsafe { avx512::sqrt_f32(s, d, n) }
+            }),
+            crate::DType::F64 => split_dense(out, src, |s, d, n| {
+                // SAFETY: as for float32.
+                unsafe { avx512::sqrt_f64(s, d, n) }
+            }),
             _ => return false,
         }
         return true;
     }
-    let _ = (out, src, DType::F32);
+    let _ = (out, src);
     false
-}
-
-/// Runs `kernel` over `out` and `src`'s elements, split across threads as
-/// the elementwise loops are.
-#[cfg_attr(not(all(target_arch = "x86_64", not(miri))), allow(dead_code))]
-fn split<T>(out: &Tensor, src: &Tensor, kernel: unsafe fn(*const T, *mut T, usize)) {
-    let (po, ps) = (
-        Shared(out.data_ptr().cast::<T>()),
-        Shared(src.data_ptr().cast::<T>().cast_const()),
-    );
-    for_elements::<T>(out.numel(), |start, end| {
-        let (po, ps) = (po, ps);
-        // SAFETY: both hold numel aligned elements of T (walkable, writable),
-        // the same or apart; threads write disjoint ranges; the kernels are
-        // only handed out where the CPU has AVX-512 (`dense`).
-        unsafe { kernel(ps.0.add(start), po.0.add(start), end - start) }
-    });
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -177,14 +177,10 @@ fn ln_f64_normal(x: f64, k0: i64) -> f64 {
 
 /// `out = exp(src)` or `ln(src)` when both are dense float32 or float64
 /// (row-major without gaps, or one tensor): through [`run`], split across
-/// threads as the elementwise loops are; `sqrt` through [`super::sqrt`]
-/// where the CPU has AVX-512. False (nothing written) otherwise.
+/// threads as the elementwise loops are. False (nothing written) otherwise.
 /// `src` is walkable and of `out`'s dtype, `out` writable and either `src`
 /// or apart from it.
 pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
-    if op == UnaryOp::Sqrt {
-        return super::sqrt::dense(out, src);
-    }
     if !matches!(op, UnaryOp::Exp | UnaryOp::Log) || !out.is_contiguous() || !src.is_contiguous() {
         return false;
     }
@@ -198,16 +194,9 @@ pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
 
 /// [`unary_dense`] for one float type.
 fn unary_dense_typed<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
-    let (po, ps) = (
-        Shared(out.data_ptr().cast::<T>()),
-        Shared(src.data_ptr().cast::<T>().cast_const()),
-    );
-    for_elements::<T>(out.numel(), |start, end| {
-        let (po, ps) = (po, ps);
-        // SAFETY: both hold numel aligned elements of T (walkable,
-        // writable), the same or apart; threads write disjoint ranges.
-        let (s, d, n) = unsafe { (ps.0.add(start), po.0.add(start), end - start) };
-        // SAFETY: as above.
+    split_dense::<T>(out, src, |s, d, n| {
+        // SAFETY: split_dense hands n elements each, the same or apart, the
+        // output range this call's alone.
         unsafe {
             if op == UnaryOp::Exp {
                 run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
@@ -215,6 +204,31 @@ fn unary_dense_typed<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
                 run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
             }
         }
+    });
+}
+
+/// Calls `kernel(src, dst, n)` over consecutive ranges of `out` and `src`'s
+/// elements, split across threads as the elementwise loops are: the one
+/// split of the dense unary kernels (these and [`super::sqrt`]'s). `out`
+/// and `src` are dense (row-major without gaps) of `T`, `src` walkable,
+/// `out` writable and either `src` or apart from it; so each call's
+/// pointers address `n` aligned elements, the same or apart, and its
+/// output range is its own.
+pub(super) fn split_dense<T>(
+    out: &Tensor,
+    src: &Tensor,
+    kernel: impl Fn(*const T, *mut T, usize) + Sync,
+) {
+    let (po, ps) = (
+        Shared(out.data_ptr().cast::<T>()),
+        Shared(src.data_ptr().cast::<T>().cast_const()),
+    );
+    for_elements::<T>(out.numel(), |start, end| {
+        let (po, ps) = (po, ps);
+        // SAFETY: both hold numel elements of T (above); start..end lies
+        // within them.
+        let (s, d) = unsafe { (ps.0.add(start), po.0.add(start)) };
+        kernel(s, d, end - start)
     });
 }
 
