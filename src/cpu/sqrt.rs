@@ -237,6 +237,50 @@ mod avx512 {
             }
         }
 
+        /// With flush-to-zero and denormals-are-zero set in the thread (as
+        /// an extension built with `-ffast-math` leaves them), results stay
+        /// IEEE's: over the float32 range just above the fast range's
+        /// floor, and float64 near-squares there (below an earlier floor,
+        /// Tuckerman's residual was subnormal and flushed: 1-ulp errors).
+        #[test]
+        #[allow(deprecated)] // _mm_getcsr/_mm_setcsr: no other way to set MXCSR
+        fn roots_stay_correct_with_flush_to_zero() {
+            use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+            if !avx512() {
+                return;
+            }
+            let lo32 = ((127 - 76) << 23) as u32;
+            let xs32: Vec<f32> = (lo32..(127 - 60) << 23)
+                .step_by(7)
+                .map(f32::from_bits)
+                .collect();
+            let want32: Vec<u32> = xs32.iter().map(|x| x.sqrt().to_bits()).collect();
+            let mut st = 0x2545_f491_4f6c_dd1d;
+            let xs64: Vec<f64> = (0..400_000)
+                .map(|_| {
+                    let m = next(&mut st) & 0x000f_ffff_ffff_ffff;
+                    let s = f64::from_bits(m | ((next(&mut st) % 60 + 1023 - 480) << 52));
+                    let d = (next(&mut st) % 7) as i64 - 3;
+                    f64::from_bits(((s * s).to_bits() as i64 + d) as u64)
+                })
+                .collect();
+            let want64: Vec<u64> = xs64.iter().map(|x| x.sqrt().to_bits()).collect();
+            let (mut out32, mut out64) = (vec![0.0f32; xs32.len()], vec![0.0; xs64.len()]);
+            // SAFETY: MXCSR is this thread's; it is restored below.
+            let csr = unsafe { _mm_getcsr() };
+            // SAFETY: FTZ (bit 15) and DAZ (bit 6) only change rounding of tiny values.
+            unsafe { _mm_setcsr(csr | 0x8040) };
+            // SAFETY: AVX-512 checked; each pair holds its length, apart.
+            unsafe {
+                sqrt_f32(xs32.as_ptr(), out32.as_mut_ptr(), xs32.len());
+                sqrt_f64(xs64.as_ptr(), out64.as_mut_ptr(), xs64.len());
+            }
+            // SAFETY: the value read above.
+            unsafe { _mm_setcsr(csr) };
+            assert!(out32.iter().zip(&want32).all(|(y, &w)| y.to_bits() == w));
+            assert!(out64.iter().zip(&want64).all(|(y, &w)| y.to_bits() == w));
+        }
+
         fn check_float32(bits: impl Iterator<Item = u32>) {
             let xs: Vec<f32> = bits.map(f32::from_bits).collect();
             for chunk in xs.chunks(1 << 24) {
