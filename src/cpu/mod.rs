@@ -10,6 +10,7 @@ mod backend;
 mod cast;
 mod copy;
 mod elementwise;
+mod exp64;
 mod extreme;
 mod isa;
 mod narrow;

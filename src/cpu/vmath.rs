@@ -3,9 +3,9 @@
 //! libm's functions are calls, one element at a time; torch's loops call
 //! SLEEF's or MKL's vector kernels and ran 15x faster. These are the
 //! fdlibm/musl algorithms (a Cody-Waite range reduction and a short
-//! polynomial or rational kernel; `exp` a polynomial instead of the
-//! rational kernel, whose division bounded the loop: fitted for float32,
-//! Taylor's for float64), written without branches: special inputs
+//! polynomial or rational kernel; float32 `exp` a fitted polynomial instead
+//! of the rational kernel, whose division bounded the loop; float64 `exp`
+//! table-driven, in [`super::exp64`]), written without branches: special inputs
 //! are selected afterwards, the scale by `2^k` is two exact multiplications
 //! (so subnormal results round once), and rounding to the nearest integer is
 //! the `1.5 * 2^mantissa` trick. Inside a [`twin!`](super::isa::twin) loop
@@ -14,9 +14,10 @@
 //! nothing else is contracted, so every copy gives the same bits. Accuracy: within 1 ulp of the
 //! exact value (checked against float64 and exact references in this
 //! module's tests and `tests/python/test_math_accuracy.py`; float64 `exp`
-//! measured within 0.61 ulp on normal results, `ln` 0.73); NumPy's own
+//! measured within 0.63 ulp on normal results, `ln` 0.73); NumPy's own
 //! float32 SIMD `exp` and `log` allow up to 2.52 and 3.83 ulp.
 
+use super::exp64;
 use super::parallel::{Shared, for_elements};
 use crate::backend::UnaryOp;
 use crate::{DType, Tensor};
@@ -89,9 +90,8 @@ impl VMath for f64 {
     #[inline(always)]
     fn exp_v(self) -> f64 {
         let x = self;
-        let (y, t) = exp_f64_parts(x.clamp(-746.0, 710.0));
-        let k = (t.to_bits() as i64).wrapping_sub(ROUND_F64.to_bits() as i64);
-        let y = y * pow2_f64(k >> 1) * pow2_f64(k - (k >> 1));
+        let (y, m) = exp64::parts(x.clamp(-746.0, 710.0));
+        let y = y * pow2_f64(m >> 1) * pow2_f64(m - (m >> 1));
         if x.is_nan() { x } else { y }
     }
 
@@ -99,8 +99,8 @@ impl VMath for f64 {
 
     #[inline(always)]
     fn exp_plain(self) -> f64 {
-        let (y, t) = exp_f64_parts(self);
-        f64::from_bits(y.to_bits().wrapping_add(t.to_bits() << 52))
+        let (y, m) = exp64::parts(self);
+        f64::from_bits(y.to_bits().wrapping_add((m << 52) as u64))
     }
 
     #[inline(always)]
@@ -185,6 +185,14 @@ pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
         return false;
     }
     match src.dtype() {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        DType::F64 if op == UnaryOp::Exp && super::isa::avx512() => {
+            split_dense::<f64>(out, src, |s, d, n| {
+                // SAFETY: the CPU has AVX-512 (checked); split_dense hands
+                // n elements each, the same or apart, the output range its own.
+                unsafe { exp64::avx512(s, d, n, f64::EXP_PLAIN, f64::exp_v) }
+            })
+        }
         DType::F32 => unary_dense_typed::<f32>(out, src, op),
         DType::F64 => unary_dense_typed::<f64>(out, src, op),
         _ => return false,
@@ -300,8 +308,6 @@ unsafe fn run_body<T: VMath>(
 /// `1.5 * 2^23`: added to a float32, rounds it to an integer (ties to even)
 /// held in the low bits of the sum's mantissa.
 const ROUND_F32: f32 = 12_582_912.0;
-/// `1.5 * 2^52`, as [`ROUND_F32`] for float64.
-const ROUND_F64: f64 = 6_755_399_441_055_744.0;
 
 /// `e^x` of a float32 within [-104, 89] as `y * 2^k`, `y` in [0.7, 1.42];
 /// `k` is the low bits of `t` less [`ROUND_F32`]'s.
@@ -335,47 +341,6 @@ fn exp_f32_parts(x: f32) -> (f32, f32) {
         .mul_add(r, P[0]);
     // The linear term from hi and lo apart (r rounded them together).
     (1.0 + (hi + (r * r).mul_add(p, -lo)), t)
-}
-
-/// [`exp_f32_parts`] for float64 within [-746, 710].
-#[inline(always)]
-fn exp_f64_parts(x: f64) -> (f64, f64) {
-    const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000); // trailing zeros: k * LN2_HI is exact
-    const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
-    // exp(r) = 1 + r + r^2 P(r) on [-ln 2 / 2, ln 2 / 2], P Taylor's
-    // 1/2! .. 1/13! (the first term left out, r^14 / 14!, is below
-    // 2^-57 there). A polynomial, not fdlibm's rational kernel: its
-    // division bounded the loop (float64 `exp` ran 2.5x torch's).
-    const P: [f64; 12] = [
-        0.5,
-        0.166_666_666_666_666_66,
-        0.041_666_666_666_666_664,
-        0.008_333_333_333_333_333,
-        0.001_388_888_888_888_889,
-        1.984_126_984_126_984e-4,
-        2.480_158_730_158_73e-5,
-        2.755_731_922_398_589_3e-6,
-        2.755_731_922_398_589e-7,
-        2.505_210_838_544_172e-8,
-        2.087_675_698_786_81e-9,
-        1.605_904_383_682_161_3e-10,
-    ];
-    // Fused as in float32's (the same bits on every instruction set).
-    let t = x.mul_add(std::f64::consts::LOG2_E, ROUND_F64);
-    let kf = t - ROUND_F64;
-    let hi = (-kf).mul_add(LN2_HI, x); // exact: k * LN2_HI is
-    let lo = kf * LN2_LO;
-    let r = hi - lo;
-    let p = P[..11]
-        .iter()
-        .rev()
-        .fold(P[11], |acc, &c| acc.mul_add(r, c));
-    // 1 + hi + (r^2 P - lo), the first sum's rounding error carried
-    // into the second (exact: |hi| < 1): one rounding in all, where
-    // `1 + (hi + ...)` rounded twice and missed libm's bits 10% of the time.
-    let q = (r * r).mul_add(p, -lo);
-    let s = 1.0 + hi;
-    (s + (((1.0 - s) + hi) + q), t)
 }
 
 /// `2^k` for `k` in the normal exponent range of f32.
