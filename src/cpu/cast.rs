@@ -144,7 +144,7 @@ macro_rules! cast_half {
         impl CastSlice<$h> for f64 {
             #[inline(always)]
             fn cast_slice(src: &[f64], dst: &mut [$h]) {
-                to_narrow(src, dst, $from_f64);
+                $from_f64(src, dst);
             }
         }
         // Integers reach the narrow floats rounded once (int32 through a
@@ -158,7 +158,25 @@ macro_rules! cast_half {
         }
     )*};
 }
-cast_half!(f16 => f64_to_f32_sticky, bf16 => f64_to_f32_sticky_bf16);
+cast_half!(f16 => f64_to_f16, bf16 => f64_to_bf16);
+
+/// float64 to float16 through [`f64_to_f32_sticky`].
+#[inline(always)]
+fn f64_to_f16(src: &[f64], dst: &mut [f16]) {
+    to_narrow(src, dst, f64_to_f32_sticky)
+}
+
+/// float64 to bfloat16: through [`f64_to_f32_sticky_bf16`], or on CPUs
+/// with AVX-512 BF16 by [`bf16x::from_f64`] (half the time, the same bits).
+#[inline(always)]
+fn f64_to_bf16(src: &[f64], dst: &mut [bf16]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if super::isa::avx512_bf16() {
+        // SAFETY: the CPU has AVX-512 and its BF16 conversions (checked).
+        return unsafe { bf16x::from_f64(src, dst) };
+    }
+    to_narrow(src, dst, f64_to_f32_sticky_bf16)
+}
 
 // Out of the narrow floats to float64 and the integers, through float32
 // (exact): float16 a block at a time (F16C), bfloat16 an element at a time
@@ -289,6 +307,68 @@ fn i32_to_f32_sticky(x: i32) -> f32 {
     let sticky = if x & 0xff != 0 { 0x80 } else { 0 };
     let x = if big { (x & !0xff) | sticky } else { x };
     x as f32
+}
+
+/// float64 to bfloat16 by AVX-512 BF16, rounded once as the generic cast.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod bf16x {
+    use super::{BLOCK, f64_to_f32_sticky_bf16, to_narrow};
+    use half::bf16;
+    use std::arch::x86_64::*;
+
+    /// float64 rounded to float32 (`vcvtpd2ps`), then to bfloat16
+    /// (`vcvtneps2bf16`), 16 at a time. Two roundings give the once-rounded
+    /// result unless the float32 lies on a bfloat16 midpoint (its low 16 bits
+    /// 0x8000: the float64 may have been either side of it), or is
+    /// subnormal (which `vcvtneps2bf16` reads as zero); a block of 512
+    /// with such a value is converted again by the generic steps. NaN comes
+    /// out quiet with its high bits, as from `bf16::from_f32`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, DQ, VL and BF16; the lengths are equal.
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bf16")]
+    pub(super) unsafe fn from_f64(src: &[f64], dst: &mut [bf16]) {
+        assert_eq!(src.len(), dst.len());
+        let (magnitude, one) = (_mm512_set1_epi32(i32::MAX), _mm512_set1_epi32(1));
+        let (half, low) = (_mm512_set1_epi32(0x8000), _mm512_set1_epi32(0xffff));
+        for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+            let n = s.len() / 16 * 16;
+            // Minimums over the block: 0 at a midpoint; below 0x7fffff for
+            // a subnormal (`|bits| - 1` wraps for zero).
+            let (mut tie, mut sub) = (_mm512_set1_epi32(-1), _mm512_set1_epi32(-1));
+            for i in (0..n).step_by(16) {
+                // SAFETY: i + 16 <= n elements of s (unaligned loads allowed).
+                let (a, b) = unsafe {
+                    (
+                        _mm512_loadu_pd(s.as_ptr().add(i)),
+                        _mm512_loadu_pd(s.as_ptr().add(i + 8)),
+                    )
+                };
+                let f = _mm512_insertf32x8::<1>(
+                    _mm512_castps256_ps512(_mm512_cvtpd_ps(a)),
+                    _mm512_cvtpd_ps(b),
+                );
+                let bits = _mm512_castps_si512(f);
+                // (bits ^ 0x8000) & 0xffff in one instruction.
+                tie = _mm512_min_epu32(tie, _mm512_ternarylogic_epi32::<0x28>(bits, half, low));
+                sub = _mm512_min_epu32(
+                    sub,
+                    _mm512_sub_epi32(_mm512_and_si512(bits, magnitude), one),
+                );
+                let h = _mm512_cvtneps_pbh(f);
+                // SAFETY: i + 16 <= n elements of d, exclusively ours.
+                unsafe { d.as_mut_ptr().add(i).cast::<__m256bh>().write_unaligned(h) };
+            }
+            let redo = if _mm512_reduce_min_epu32(tie) == 0
+                || _mm512_reduce_min_epu32(sub) < 0x007f_ffff
+            {
+                0
+            } else {
+                n
+            };
+            to_narrow(&s[redo..], &mut d[redo..], f64_to_f32_sticky_bf16);
+        }
+    }
 }
 
 super::isa::twin! {
@@ -455,6 +535,59 @@ mod tests {
         }
         check!(f16, 0x7c00u16);
         check!(bf16, 0x7f80u16);
+    }
+
+    /// float64 to bfloat16 rounds once for a value alone among ordinary
+    /// ones (where AVX-512 BF16's two roundings stand unless the block is
+    /// converted again): midpoints (subnormal ones included), a float64 ulp
+    /// either side (float32 rounds those onto the midpoint), the values
+    /// themselves and their neighbours, NaN and infinities, at every lane.
+    #[test]
+    #[cfg_attr(miri, ignore)] // a block per value
+    fn float64_to_bfloat16_rounds_once_alone_in_a_block() {
+        let mut xs = vec![
+            f64::NAN,
+            f64::INFINITY,
+            3.4e38,
+            3.3895e38,
+            3.3894e38,
+            1e-300,
+        ];
+        for b in (0..0x7f80u16).step_by(7) {
+            let (lo, hi) = (bf16::from_bits(b).to_f64(), bf16::from_bits(b + 1).to_f64());
+            let mid = (lo + hi) / 2.0;
+            for x in [
+                lo,
+                mid,
+                f64::from_bits(mid.to_bits() + 1),
+                f64::from_bits(mid.to_bits() - 1),
+            ] {
+                xs.extend([x, -x]);
+            }
+        }
+        // Ordinary: full mantissas, none on a bfloat16 midpoint as float32
+        // (which would send the whole block to the generic steps).
+        let mut block: Vec<f64> = (0..BLOCK + 40).map(|i| 1.1 + i as f64 * 0.013).collect();
+        assert!(block.iter().all(|&x| (x as f32).to_bits() & 0xffff != 0x8000));
+        let mut out = vec![bf16::ZERO; block.len()];
+        for (i, &x) in xs.iter().enumerate() {
+            let lane = i % block.len();
+            let keep = std::mem::replace(&mut block[lane], x);
+            <f64 as CastSlice<bf16>>::cast_slice(&block, &mut out);
+            let want: bf16 = crate::Element::cast(x);
+            let same =
+                want.to_bits() == out[lane].to_bits() || (want.is_nan() && out[lane].is_nan());
+            assert!(same, "{x:e} at lane {lane}: {:?}, want {want:?}", out[lane]);
+            if i % 97 == 0 {
+                // and the ordinary lanes beside it
+                let bits = |h: &[bf16]| h.iter().map(|h| h.to_bits()).collect::<Vec<_>>();
+                let want: Vec<bf16> = block.iter().map(|&x| crate::Element::cast(x)).collect();
+                let (mut got, mut want) = (bits(&out), bits(&want));
+                (got[lane], want[lane]) = (0, 0);
+                assert_eq!(got, want, "beside {x:e}");
+            }
+            block[lane] = keep;
+        }
     }
 
     /// Every fast pair agrees bit for bit with the generic cast.

@@ -32,6 +32,21 @@ pub(crate) fn avx512() -> bool {
     choice() == AVX512
 }
 
+/// Whether [`avx512`] holds and the CPU also converts float32 to bfloat16
+/// (AVX-512 BF16: Sapphire Rapids, Zen 4 and later).
+#[inline(always)]
+#[cfg_attr(miri, allow(dead_code))]
+pub(crate) fn avx512_bf16() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        avx512() && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
 const BASELINE: u8 = 1;
 const AVX2: u8 = 2;
 const AVX512: u8 = 3;
