@@ -568,7 +568,11 @@ mod tests {
         // Ordinary: full mantissas, none on a bfloat16 midpoint as float32
         // (which would send the whole block to the generic steps).
         let mut block: Vec<f64> = (0..BLOCK + 40).map(|i| 1.1 + i as f64 * 0.013).collect();
-        assert!(block.iter().all(|&x| (x as f32).to_bits() & 0xffff != 0x8000));
+        assert!(
+            block
+                .iter()
+                .all(|&x| (x as f32).to_bits() & 0xffff != 0x8000)
+        );
         let mut out = vec![bf16::ZERO; block.len()];
         for (i, &x) in xs.iter().enumerate() {
             let lane = i % block.len();

@@ -13,7 +13,8 @@
 //! dependency. Every copy computes the same thing the same way (no
 //! fast-math, no contraction into FMA), so the results are equal bit for bit.
 //! `DLBRIDGE_ISA=baseline` runs the baseline copies, `DLBRIDGE_ISA=avx2`
-//! stops at AVX2 (tests and comparisons).
+//! stops at AVX2, `DLBRIDGE_ISA=avx512` at AVX-512 without its BF16
+//! conversions (tests and comparisons).
 
 /// Whether the AVX2 copies may run: the CPU has AVX2, FMA and F16C, and
 /// `DLBRIDGE_ISA` is not `baseline` (which runs the baseline copies, for
@@ -29,7 +30,7 @@ pub(crate) fn avx2() -> bool {
 #[inline(always)]
 #[cfg_attr(miri, allow(dead_code))]
 pub(crate) fn avx512() -> bool {
-    choice() == AVX512
+    choice() >= AVX512
 }
 
 /// Whether [`avx512`] holds and the CPU also converts float32 to bfloat16
@@ -37,19 +38,13 @@ pub(crate) fn avx512() -> bool {
 #[inline(always)]
 #[cfg_attr(miri, allow(dead_code))]
 pub(crate) fn avx512_bf16() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        avx512() && std::arch::is_x86_feature_detected!("avx512bf16")
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    {
-        false
-    }
+    choice() == AVX512_BF16
 }
 
 const BASELINE: u8 = 1;
 const AVX2: u8 = 2;
 const AVX512: u8 = 3;
+const AVX512_BF16: u8 = 4;
 
 /// The copies to run: decided once (0 until then).
 #[inline(always)]
@@ -85,7 +80,9 @@ fn decide(choice: &std::sync::atomic::AtomicU8) -> u8 {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512dq")
         && std::arch::is_x86_feature_detected!("avx512vl");
-    let c = if avx512 {
+    let c = if avx512 && asked != "avx512" && std::arch::is_x86_feature_detected!("avx512bf16") {
+        AVX512_BF16
+    } else if avx512 {
         AVX512
     } else if avx2 {
         AVX2

@@ -203,19 +203,19 @@ print(out.hexdigest())
 
 def test_avx2_and_avx512_loops_give_the_baseline_loops_bits():
     """Every op, sum and cast over every dtype gives the same values (NaN
-    as NaN) from the AVX2 and AVX-512 copies of the loops as from the
-    baseline ones (on a CPU without AVX-512, "detect" runs the AVX2 copies
-    twice)."""
+    as NaN) from the AVX2 and AVX-512 copies of the loops (the latter with
+    and without the AVX-512 BF16 conversions) as from the baseline ones (on
+    a CPU without AVX-512, "avx512" and "detect" run the AVX2 copies)."""
     here = os.path.dirname(os.path.abspath(__file__))
     code = BASELINE_CHECK.format(here=here)
     runs = {}
-    for isa in ("baseline", "avx2", "detect"):
+    for isa in ("baseline", "avx2", "avx512", "detect"):
         # python_env: under make test-asan the child needs the ASan runtime preloaded.
         env = python_env(dict(os.environ, DLBRIDGE_ISA=isa))
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert r.returncode == 0, f"DLBRIDGE_ISA={isa}:\n{r.stderr}"
         runs[isa] = r.stdout
-    assert runs["baseline"] == runs["avx2"] == runs["detect"]
+    assert runs["baseline"] == runs["avx2"] == runs["avx512"] == runs["detect"]
 
 
 THREAD_NAMES = r"""
