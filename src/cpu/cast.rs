@@ -185,21 +185,34 @@ fn f64_to_bf16(src: &[f64], dst: &mut [bf16]) {
 impl CastSlice<f64> for f16 {
     #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [f64]) {
-        via_f32(src, dst, |b, d| {
-            d.iter_mut().zip(b).for_each(|(d, &x)| *d = x as f64)
-        });
+        via_f32(
+            src,
+            dst,
+            #[inline(always)]
+            |b, d| d.iter_mut().zip(b).for_each(|(d, &x)| *d = x as f64),
+        );
     }
 }
 impl CastSlice<i32> for f16 {
     #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [i32]) {
-        via_f32(src, dst, <f32 as CastSlice<i32>>::cast_slice);
+        via_f32(
+            src,
+            dst,
+            #[inline(always)]
+            |b, d| <f32 as CastSlice<i32>>::cast_slice(b, d),
+        );
     }
 }
 impl CastSlice<i64> for f16 {
     #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [i64]) {
-        via_f32(src, dst, <f32 as CastSlice<i64>>::cast_slice);
+        via_f32(
+            src,
+            dst,
+            #[inline(always)]
+            |b, d| <f32 as CastSlice<i64>>::cast_slice(b, d),
+        );
     }
 }
 impl CastSlice<f64> for bf16 {
@@ -230,14 +243,24 @@ impl CastSlice<bf16> for i32 {
 impl CastSlice<bf16> for f16 {
     #[inline(always)]
     fn cast_slice(src: &[f16], dst: &mut [bf16]) {
-        via_f32(src, dst, bf16::narrow);
+        via_f32(
+            src,
+            dst,
+            #[inline(always)]
+            |b, d| bf16::narrow(b, d),
+        );
     }
 }
 
 impl CastSlice<f16> for bf16 {
     #[inline(always)]
     fn cast_slice(src: &[bf16], dst: &mut [f16]) {
-        via_f32(src, dst, f16::narrow);
+        via_f32(
+            src,
+            dst,
+            #[inline(always)]
+            |b, d| f16::narrow(b, d),
+        );
     }
 }
 

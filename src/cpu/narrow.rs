@@ -324,7 +324,8 @@ mod bf16x {
     /// otherwise. Written as `asm!` with its operands in memory, so it
     /// inlines into every copy of a loop (an intrinsic would need the
     /// loop compiled for AVX-512 BF16, which [`super::super::isa::twin!`]
-    /// does not assume); the chunk is in the cache there.
+    /// does not assume, and could not inline into a baseline caller); the
+    /// chunk is in the cache there.
     ///
     /// # Safety
     /// The CPU has AVX-512 BF16.
@@ -338,22 +339,30 @@ mod bf16x {
         if subnormal {
             return false;
         }
-        // SAFETY: the CPU has the instruction (the caller's promise); 64
-        // float32 read, 64 bfloat16 written, both ours; xmm0 (so ymm0 and
-        // zmm0) declared clobbered.
+        // Through zmm16, saved and restored here: no register to declare
+        // (xmm16 and up are unnamed outside AVX-512 code), and no dirty
+        // upper state for SSE code that inlined this (writes to zmm16-31
+        // leave none; through ymm0, the baseline copy of a cast ran 4x
+        // slower, each SSE instruction waiting on the upper halves).
+        let mut save = std::mem::MaybeUninit::<[u64; 8]>::uninit();
+        // SAFETY: the CPU has the instructions (the caller's promise); 64
+        // float32 read, 64 bfloat16 written, both ours; 64 bytes of `save`
+        // written and read back; zmm16 as it was.
         unsafe {
             std::arch::asm!(
-                "vcvtneps2bf16 ymm0, zmmword ptr [{s}]",
-                "vmovdqu ymmword ptr [{d}], ymm0",
-                "vcvtneps2bf16 ymm0, zmmword ptr [{s} + 64]",
-                "vmovdqu ymmword ptr [{d} + 32], ymm0",
-                "vcvtneps2bf16 ymm0, zmmword ptr [{s} + 128]",
-                "vmovdqu ymmword ptr [{d} + 64], ymm0",
-                "vcvtneps2bf16 ymm0, zmmword ptr [{s} + 192]",
-                "vmovdqu ymmword ptr [{d} + 96], ymm0",
+                "vmovdqu64 zmmword ptr [{t}], zmm16",
+                "vcvtneps2bf16 ymm16, zmmword ptr [{s}]",
+                "vmovdqu16 ymmword ptr [{d}], ymm16",
+                "vcvtneps2bf16 ymm16, zmmword ptr [{s} + 64]",
+                "vmovdqu16 ymmword ptr [{d} + 32], ymm16",
+                "vcvtneps2bf16 ymm16, zmmword ptr [{s} + 128]",
+                "vmovdqu16 ymmword ptr [{d} + 64], ymm16",
+                "vcvtneps2bf16 ymm16, zmmword ptr [{s} + 192]",
+                "vmovdqu16 ymmword ptr [{d} + 96], ymm16",
+                "vmovdqu64 zmm16, zmmword ptr [{t}]",
                 s = in(reg) src.as_ptr(),
                 d = in(reg) dst.as_mut_ptr(),
-                out("xmm0") _,
+                t = in(reg) save.as_mut_ptr(),
                 options(nostack, preserves_flags),
             );
         }
