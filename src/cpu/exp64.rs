@@ -174,8 +174,6 @@ pub(super) unsafe fn avx512(
 
 #[cfg(test)]
 mod tests {
-    use super::super::vmath::VMath;
-
     /// The AVX-512 copy gives the bits of the compiler's, apart and in
     /// place, over vectors wholly in the table's range and vectors with a
     /// special lane (infinities, NaN, subnormal and overflowing results),
@@ -183,6 +181,7 @@ mod tests {
     #[test]
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     fn avx512_copy_gives_the_plain_bits() {
+        use super::super::vmath::VMath;
         if !super::super::isa::avx512() {
             eprintln!("skipped: this CPU has no AVX-512");
             return;
