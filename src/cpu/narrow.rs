@@ -139,25 +139,19 @@ impl NarrowSlice for bf16 {
     #[inline(always)]
     fn narrow(src: &[f32], dst: &mut [bf16]) {
         assert_eq!(src.len(), dst.len());
+        // Whole chunks by the CPU's conversion where it has one; the rest
+        // (all, elsewhere) by the bit steps.
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if super::isa::avx512_bf16() {
+        let (src, dst) = if super::isa::avx512_bf16() {
             let (mut s, mut d) = (src.chunks_exact(CHUNK), dst.chunks_exact_mut(CHUNK));
             for (s, d) in (&mut s).zip(&mut d) {
-                let (s, d): (&[f32; CHUNK], &mut [bf16; CHUNK]) =
-                    (s.try_into().unwrap(), d.try_into().unwrap());
                 // SAFETY: the CPU has AVX-512 BF16 (checked).
-                if !unsafe { bf16x::narrow_chunk(s, &mut *d) } {
-                    d.iter_mut()
-                        .zip(s)
-                        .for_each(|(d, &x)| *d = bf16_from_f32(x));
-                }
+                unsafe { bf16x::narrow_chunk(s.try_into().unwrap(), d.try_into().unwrap()) };
             }
-            let (s, d) = (s.remainder(), d.into_remainder());
-            return d
-                .iter_mut()
-                .zip(s)
-                .for_each(|(d, &x)| *d = bf16_from_f32(x));
-        }
+            (s.remainder(), d.into_remainder())
+        } else {
+            (src, dst)
+        };
         for (d, &x) in dst.iter_mut().zip(src) {
             *d = bf16_from_f32(x);
         }
@@ -188,9 +182,9 @@ impl NarrowSlice for bf16 {
     #[inline(always)]
     unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [bf16; CHUNK], simd: bool) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        // SAFETY: the CPU has AVX-512 BF16 (checked).
-        if simd && super::isa::avx512_bf16() && unsafe { bf16x::narrow_chunk(&src, dst) } {
-            return;
+        if simd && super::isa::avx512_bf16() {
+            // SAFETY: the CPU has AVX-512 BF16 (checked).
+            return unsafe { bf16x::narrow_chunk(&src, dst) };
         }
         let _ = simd;
         *dst = src.map(bf16_from_f32);
@@ -318,10 +312,9 @@ mod bf16x {
     use super::CHUNK;
     use half::bf16;
 
-    /// `dst = src` rounded to nearest even, NaN made quiet as by
-    /// [`bf16_from_f32`](super::bf16_from_f32), when no value is subnormal
-    /// (which `vcvtneps2bf16` reads as zero); false, nothing written,
-    /// otherwise. Written as `asm!` with its operands in memory, so it
+    /// `dst = src` rounded to nearest even, NaN made quiet, as by
+    /// [`bf16_from_f32`](super::bf16_from_f32), which converts a chunk
+    /// holding a subnormal (`vcvtneps2bf16` reads those as zero). Written as `asm!` with its operands in memory, so it
     /// inlines into every copy of a loop (an intrinsic would need the
     /// loop compiled for AVX-512 BF16, which [`super::super::isa::twin!`]
     /// does not assume, and could not inline into a baseline caller); the
@@ -330,14 +323,14 @@ mod bf16x {
     /// # Safety
     /// The CPU has AVX-512 BF16.
     #[inline(always)]
-    pub(super) unsafe fn narrow_chunk(src: &[f32; CHUNK], dst: &mut [bf16; CHUNK]) -> bool {
+    pub(super) unsafe fn narrow_chunk(src: &[f32; CHUNK], dst: &mut [bf16; CHUNK]) {
         const { assert!(CHUNK == 64) };
         // `|bits| - 1` wraps for zero: below 0x7fffff only for a subnormal.
         let subnormal = src.iter().fold(false, |any, &x| {
             any | ((x.to_bits() & 0x7fff_ffff).wrapping_sub(1) < 0x7f_ffff)
         });
         if subnormal {
-            return false;
+            return *dst = src.map(super::bf16_from_f32);
         }
         // Through zmm16, saved and restored here: no register to declare
         // (xmm16 and up are unnamed outside AVX-512 code), and no dirty
@@ -366,7 +359,6 @@ mod bf16x {
                 options(nostack, preserves_flags),
             );
         }
-        true
     }
 }
 
