@@ -241,7 +241,7 @@ mod avx512 {
                     // Hensel: an odd root of a modulo 2^n, bit by bit.
                     let mut r: u128 = 1;
                     for i in 3..n {
-                        if (r * r).wrapping_sub(a) % (1 << (i + 1)) != 0 {
+                        if !(r * r).wrapping_sub(a).is_multiple_of(1 << (i + 1)) {
                             r += 1 << (i - 1);
                         }
                     }
