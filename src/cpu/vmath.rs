@@ -18,6 +18,8 @@
 //! float32 SIMD `exp` and `log` allow up to 2.52 and 3.83 ulp.
 
 use super::exp64;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+use super::log32;
 use super::parallel::{Shared, for_elements};
 use crate::backend::UnaryOp;
 use crate::{DType, Tensor};
@@ -191,6 +193,13 @@ pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
                 // SAFETY: the CPU has AVX-512 (checked); split_dense hands
                 // n elements each, the same or apart, the output range its own.
                 unsafe { exp64::avx512(s, d, n, f64::EXP_PLAIN, f64::exp_v) }
+            })
+        }
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        DType::F32 if op == UnaryOp::Log && super::isa::avx512() => {
+            split_dense::<f32>(out, src, |s, d, n| {
+                // SAFETY: as for float64 exp.
+                unsafe { log32::avx512(s, d, n, f32::ln_v) }
             })
         }
         DType::F32 => unary_dense_typed::<f32>(out, src, op),

@@ -1,16 +1,20 @@
-"""Accuracy of the CPU's own math (src/cpu/vmath.rs, src/cpu/sqrt.rs,
+"""Accuracy of the CPU's own math (src/cpu/vmath.rs, src/cpu/log32.rs, src/cpu/sqrt.rs,
 src/cpu/cast.rs): `exp` and `log` within 1 ulp of the exact value, `sqrt`
 correctly rounded (IEEE's, NumPy's bits), and float64 and integers
 rounded once to float16 and bfloat16 (NumPy's float16 rounding; torch goes
 through float32 and can round twice)."""
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 import dlbridge as db
+from conftest import python_env
 
 
 def f32_inputs():
@@ -74,6 +78,21 @@ def test_sqrt_is_correctly_rounded(dtype):
 
 @pytest.mark.parametrize("name", ["exp", "log"])
 def test_float32_exp_and_log_are_within_one_ulp(name):
+    check_float32_within_one_ulp(name)
+
+
+def test_float32_log_without_avx512_is_within_one_ulp():
+    """On AVX-512 CPUs float32 log runs a table-driven kernel
+    (src/cpu/log32.rs); the other CPUs' fdlibm kernel is checked here in a
+    process held to AVX2."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = f"import sys; sys.path.insert(0, {here!r}); import test_math_accuracy as t; t.check_float32_within_one_ulp('log')"
+    env = python_env(dict(os.environ, DLBRIDGE_ISA="avx2"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def check_float32_within_one_ulp(name):
     x = f32_inputs()
     with np.errstate(all="ignore"):
         want = getattr(np, name)(x.astype(np.float64))
