@@ -94,6 +94,10 @@ const DIMS: usize = 6;
 /// An operand's element strides.
 type Strides = SmallVec<[isize; DIMS]>;
 
+/// Columns of a strip of [`Plan::walk_strips`]: 64 lines of a transposed
+/// operand, 4 KiB, stay in L1.
+const STRIP: usize = 64;
+
 /// The collapsed iteration space of out, a and b: row-major sizes and
 /// element strides, the last dimension the row.
 struct Plan {
@@ -161,6 +165,34 @@ impl Plan {
                 idx[d] += 1;
             }
         }
+    }
+
+    /// As [`walk`](Self::walk), but a 2-D plan with an input that reads
+    /// across its memory along the row (a transposed operand: its row
+    /// stride larger than its column stride) goes in strips of [`STRIP`]
+    /// columns, every row of the range in turn: the strip's lines of that
+    /// input stay in L1 from one row to the next, where whole rows touched
+    /// a new line per element (`m.T + m2` 2000x2000 float32 took 7.5 ms,
+    /// `m.T.contiguous()` 1.2). Rows cut by `start` or `end` go by `walk`.
+    fn walk_strips(&self, start: usize, end: usize, mut row: impl FnMut([isize; 3], usize)) {
+        let &[(rows, by_row), (cols, by_col)] = &self.dims[..] else {
+            return self.walk(start, end, row);
+        };
+        let across = (1..3).any(|k| by_col[k].abs() > 1 && by_row[k].abs() < by_col[k].abs());
+        let (first, last) = (start.div_ceil(cols.max(1)), (end / cols.max(1)).min(rows));
+        if !across || cols <= STRIP || first >= last {
+            return self.walk(start, end, row);
+        }
+        self.walk(start, first * cols, &mut row);
+        for c in (0..cols).step_by(STRIP) {
+            for r in first..last {
+                row(
+                    [0, 1, 2].map(|k| r as isize * by_row[k] + c as isize * by_col[k]),
+                    STRIP.min(cols - c),
+                );
+            }
+        }
+        self.walk(last * cols, end, &mut row);
     }
 
     fn inner(&self) -> [isize; 3] {
@@ -544,7 +576,7 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
     for_elements::<T>(out.numel(), |start, end| {
         let (po, sa, sb) = (po, sa, sb);
         let inner = plan.inner();
-        plan.walk(start, end, |[oo, oa, ob], len| {
+        plan.walk_strips(start, end, |[oo, oa, ob], len| {
             let at = |s: Src<T>, off| match s {
                 // SAFETY: the offset of an element of this operand.
                 Src::Mem(p) => Src::Mem(unsafe { p.offset(off) }),
@@ -574,7 +606,7 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
     for_elements::<T>(out.numel(), |start, end| {
         let (po, sb) = (po, sb);
         let inner = plan.inner();
-        plan.walk(start, end, |[oo, _, ob], len| {
+        plan.walk_strips(start, end, |[oo, _, ob], len| {
             let b = match sb.0 {
                 // SAFETY: the offset of an element of b.
                 Src::Mem(p) => Src::Mem(unsafe { p.offset(ob) }),
@@ -731,6 +763,49 @@ mod tests {
         assert_eq!(seen[0], (3, 2, 1));
         // b's offset counts the ones among the output's index bits.
         assert!(seen.iter().all(|&(o, b, _)| o.count_ones() as isize == b));
+    }
+
+    /// A transposed input goes in strips of columns, and the strips and
+    /// the cut rows at either end cover each element of any range once.
+    #[test]
+    fn strips_cover_each_element_once() {
+        let (rows, cols) = (7, 2 * super::STRIP + 5);
+        // out row-major, a transposed (column stride rows), b row-major.
+        let p = Plan::new(
+            &[rows, cols],
+            [
+                &[cols as isize, 1],
+                &[1, rows as isize],
+                &[cols as isize, 1],
+            ],
+        );
+        for (start, end) in [
+            (0, rows * cols),
+            (3, rows * cols - 2),
+            (cols + 1, 3 * cols),
+            (5, 9),
+        ] {
+            let mut seen = vec![0u8; rows * cols];
+            let mut calls = 0;
+            p.walk_strips(start, end, |[o, a, b], len| {
+                calls += 1;
+                for j in 0..len as isize {
+                    let (r, c) = ((o + j) as usize / cols, (o + j) as usize % cols);
+                    assert_eq!(
+                        (a + j * rows as isize, b + j),
+                        ((c * rows + r) as isize, o + j)
+                    );
+                    seen[(o + j) as usize] += 1;
+                }
+            });
+            let want: Vec<u8> = (0..rows * cols)
+                .map(|i| u8::from((start..end).contains(&i)))
+                .collect();
+            assert_eq!(seen, want, "{start}..{end}");
+            if start == 0 && end == rows * cols {
+                assert_eq!(calls, rows * 3, "strips, not whole rows");
+            }
+        }
     }
 
     #[test]
