@@ -18,6 +18,7 @@ mod log32;
 mod narrow;
 mod numpy_sum;
 mod parallel;
+mod plan;
 mod pow;
 mod random;
 mod reduce;
