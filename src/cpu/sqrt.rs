@@ -34,9 +34,9 @@
 use crate::Tensor;
 
 /// `out = sqrt(src)` when both are dense float16, float32 or float64 and the
-/// CPU has AVX-512; false (nothing written) otherwise. (bfloat16's slice
-/// conversions made the blocks 2x slower than its chunk loop.) `src` is walkable, `out`
-/// writable and either `src` or apart from it.
+/// CPU has AVX-512; false (nothing written) otherwise. `src` is walkable,
+/// `out` writable and either `src` or apart from it. (Not bfloat16: its
+/// slice conversions made the blocks 2x slower than its chunk loop.)
 pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() && out.is_contiguous() && src.is_contiguous() {
