@@ -158,18 +158,25 @@ pub(super) fn ln(x: f32) -> f32 {
 }
 
 /// `dst[i] = ln src[i]` on AVX-512 for dense float32: vectors whose every
-/// lane is positive, normal and finite by the table in registers (two
-/// `vpermt2ps` each), the rest lane by lane through `full`
-/// ([`super::vmath::VMath::ln_v`]: zeros, negatives, NaN, infinities,
-/// subnormals); [`ln`]'s bits for every positive normal input wherever it
-/// sits.
+/// lane lies in `plain` ([`super::vmath::VMath::LN_PLAIN`]: positive,
+/// normal and finite) by the table in registers (two `vpermt2ps` each),
+/// the rest lane by lane, [`ln`] within `plain` and `full`
+/// ([`super::vmath::VMath::ln_v`]) outside it (zeros, negatives, NaN,
+/// infinities, subnormals); [`ln`]'s bits for every input in `plain`
+/// wherever it sits.
 ///
 /// # Safety
 /// The CPU has AVX-512 F; `src` and `dst` each address `n` elements, the
 /// same ones (in place) or apart, `dst` exclusively ours; any pointers for
 /// `n = 0`.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn avx512(src: *const f32, dst: *mut f32, n: usize, full: impl Fn(f32) -> f32) {
+pub(super) unsafe fn avx512(
+    src: *const f32,
+    dst: *mut f32,
+    n: usize,
+    plain: (f32, f32),
+    full: impl Fn(f32) -> f32,
+) {
     use std::arch::x86_64::*;
     let table = |t: &[u32; 32]| {
         // SAFETY: two halves of 16 within the table's 32 entries.
@@ -182,21 +189,29 @@ pub(super) unsafe fn avx512(src: *const f32, dst: *mut f32, n: usize, full: impl
     };
     let ((c0, c1), (h0, h1), (l0, l1)) = (table(&INVC), table(&LOGC_HI), table(&LOGC_LO));
     let off = _mm512_set1_epi32(OFF as i32);
-    // Positive normal finite: bits − MIN_POSITIVE's below 0x7f00_0000, unsigned.
-    let (normal, span) = (
-        _mm512_set1_epi32(0x0080_0000),
-        _mm512_set1_epi32(0x7f00_0000),
+    // `plain` is positive, where the bits order as the values: one
+    // unsigned compare of `bits − lo`.
+    let (lo, hi) = (plain.0.to_bits(), plain.1.to_bits());
+    let (lo_bits, span) = (
+        _mm512_set1_epi32(lo as i32),
+        _mm512_set1_epi32((hi - lo) as i32),
     );
     let exponent = _mm512_set1_epi32(0xff80_0000u32 as i32);
     let (ln2_hi, ln2_lo) = (_mm512_set1_ps(LN2_HI), _mm512_set1_ps(LN2_LO));
     let [c3, c4, c5] = [C3, C4, C5].map(|c| _mm512_set1_ps(c));
     let (minus_half, minus_one) = (_mm512_set1_ps(-0.5), _mm512_set1_ps(-1.0));
-    let plain = |x: f32| (f32::MIN_POSITIVE..=f32::MAX).contains(&x);
+    let one = |x: f32| {
+        if (plain.0..=plain.1).contains(&x) {
+            ln(x)
+        } else {
+            full(x)
+        }
+    };
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n elements of src (unaligned loads allowed).
         let ix = unsafe { _mm512_loadu_si512(src.add(i).cast()) };
-        if _mm512_cmplt_epu32_mask(_mm512_sub_epi32(ix, normal), span) == 0xffff {
+        if _mm512_cmple_epu32_mask(_mm512_sub_epi32(ix, lo_bits), span) == 0xffff {
             // ln(), instruction for instruction; vpermt2ps reads the low
             // five bits of the index.
             let tmp = _mm512_sub_epi32(ix, off);
@@ -218,20 +233,14 @@ pub(super) unsafe fn avx512(src: *const f32, dst: *mut f32, n: usize, full: impl
         } else {
             for l in i..i + 16 {
                 // SAFETY: l < n, read before written.
-                unsafe {
-                    let x = *src.add(l);
-                    *dst.add(l) = if plain(x) { ln(x) } else { full(x) };
-                }
+                unsafe { *dst.add(l) = one(*src.add(l)) };
             }
         }
         i += 16;
     }
     while i < n {
         // SAFETY: i < n.
-        unsafe {
-            let x = *src.add(i);
-            *dst.add(i) = if plain(x) { ln(x) } else { full(x) };
-        }
+        unsafe { *dst.add(i) = one(*src.add(i)) };
         i += 1;
     }
 }
@@ -319,7 +328,7 @@ mod tests {
         for n in (0..40).chain([xs.len()]) {
             let mut got = vec![0.0; n];
             // SAFETY: the CPU has AVX-512; n elements each, apart.
-            unsafe { super::avx512(xs.as_ptr(), got.as_mut_ptr(), n, f32::ln_v) };
+            unsafe { super::avx512(xs.as_ptr(), got.as_mut_ptr(), n, f32::LN_PLAIN, f32::ln_v) };
             let bits: Vec<u32> = got.iter().map(|g| g.to_bits()).collect();
             assert_eq!(bits, want[..n], "n = {n}");
         }
@@ -327,7 +336,7 @@ mod tests {
         // SAFETY: as above, in place.
         unsafe {
             let p = inplace.as_mut_ptr();
-            super::avx512(p, p, xs.len(), f32::ln_v)
+            super::avx512(p, p, xs.len(), f32::LN_PLAIN, f32::ln_v)
         };
         assert!(inplace.iter().zip(&want).all(|(g, w)| g.to_bits() == *w));
     }

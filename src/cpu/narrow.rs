@@ -314,11 +314,11 @@ mod bf16x {
 
     /// `dst = src` rounded to nearest even, NaN made quiet, as by
     /// [`bf16_from_f32`](super::bf16_from_f32), which converts a chunk
-    /// holding a subnormal (`vcvtneps2bf16` reads those as zero). Written as `asm!` with its operands in memory, so it
-    /// inlines into every copy of a loop (an intrinsic would need the
-    /// loop compiled for AVX-512 BF16, which [`super::super::isa::twin!`]
-    /// does not assume, and could not inline into a baseline caller); the
-    /// chunk is in the cache there.
+    /// holding a subnormal (`vcvtneps2bf16` reads those as zero). Written
+    /// as `asm!` with its operands in memory, so it inlines into every copy
+    /// of a loop (an intrinsic would need the loop compiled for AVX-512
+    /// BF16, which [`super::super::isa::twin!`] does not assume, and could
+    /// not inline into a baseline caller); the chunk is in the cache there.
     ///
     /// # Safety
     /// The CPU has AVX-512 BF16.

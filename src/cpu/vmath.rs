@@ -201,7 +201,7 @@ pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
         DType::F32 if op == UnaryOp::Log && super::isa::avx512() => {
             split_dense::<f32>(out, src, |s, d, n| {
                 // SAFETY: as for float64 exp.
-                unsafe { log32::avx512(s, d, n, f32::ln_v) }
+                unsafe { log32::avx512(s, d, n, f32::LN_PLAIN, f32::ln_v) }
             })
         }
         DType::F32 => unary_dense_typed::<f32>(out, src, op),
