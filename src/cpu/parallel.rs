@@ -152,13 +152,22 @@ impl Helper {
 /// claimed piece before the borrow ends.
 struct Job {
     /// The next unclaimed piece of each thread's share (thread `t` owns
-    /// [`share`]`(t, ..)`; the caller is thread 0).
-    next: Vec<AtomicUsize>,
-    done: AtomicUsize,
+    /// [`share`]`(t, ..)`; the caller is thread 0), each on cache lines of
+    /// its own, so that a thread's claims do not move the line another
+    /// thread claims from.
+    next: Vec<Padded>,
+    /// Pieces finished, each thread adding its count once when it is out of
+    /// pieces.
+    done: Padded,
     pieces: usize,
     panicked: AtomicBool,
     part: *const (dyn Fn(usize) + Sync + 'static),
 }
+
+/// An atomic counter alone on its pair of cache lines (the unit the
+/// adjacent-line prefetcher moves).
+#[repr(align(128))]
+struct Padded(AtomicUsize);
 
 // SAFETY: `part` is Sync and is only called while its owner waits in
 // `for_each` (see `run`); the counters are atomics.
@@ -177,10 +186,11 @@ impl Job {
     /// in the others' (the next thread's first), until none is left.
     fn run(&self, t: usize) {
         let threads = self.next.len();
+        let mut ran = 0;
         for s in (0..threads).map(|k| (t + k) % threads) {
             let end = share(s, threads, self.pieces).end;
             loop {
-                let i = self.next[s].fetch_add(1, Ordering::Relaxed);
+                let i = self.next[s].0.fetch_add(1, Ordering::Relaxed);
                 if i >= end {
                     break;
                 }
@@ -190,9 +200,10 @@ impl Job {
                 if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| part(i))).is_err() {
                     self.panicked.store(true, Ordering::Relaxed);
                 }
-                self.done.fetch_add(1, Ordering::Release);
+                ran += 1;
             }
         }
+        self.done.0.fetch_add(ran, Ordering::Release);
     }
 }
 
@@ -227,9 +238,9 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
     let threads = chosen.len() + 1;
     let job = Arc::new(Job {
         next: (0..threads)
-            .map(|t| AtomicUsize::new(share(t, threads, pieces).start))
+            .map(|t| Padded(AtomicUsize::new(share(t, threads, pieces).start)))
             .collect(),
-        done: AtomicUsize::new(0),
+        done: Padded(AtomicUsize::new(0)),
         pieces,
         panicked: AtomicBool::new(false),
         part,
@@ -240,7 +251,7 @@ pub(crate) fn for_each(pieces: usize, f: impl Fn(usize) + Sync) {
     job.run(0);
     // Every piece is claimed now; wait for those still running elsewhere.
     let mut spins = 0u32;
-    while job.done.load(Ordering::Acquire) < pieces {
+    while job.done.0.load(Ordering::Acquire) < pieces {
         if spins < 1 << 12 {
             std::hint::spin_loop();
             spins += 1;
