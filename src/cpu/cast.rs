@@ -5,6 +5,8 @@
 //! `Element::cast` gives (the generic path through `Scalar`): floats to
 //! integers truncate, and beyond int64 wrap as a cast through `i128` does.
 
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+use super::cast_x86;
 use super::narrow::{NarrowSlice, bf16_round, bf16_to_f32, bf16_widened};
 use super::parallel::for_range;
 use crate::DType;
@@ -160,20 +162,30 @@ macro_rules! cast_half {
 }
 cast_half!(f16 => f64_to_f16, bf16 => f64_to_bf16);
 
-/// float64 to float16 through [`f64_to_f32_sticky`].
+/// float64 to float16 through [`f64_to_f32_sticky`], or on CPUs with
+/// AVX-512 FP16 by [`cast_x86::f64_to_f16`] (the same bits).
 #[inline(always)]
 fn f64_to_f16(src: &[f64], dst: &mut [f16]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if super::isa::avx512_fp16() {
+        // SAFETY: the CPU has AVX-512 FP16 (checked).
+        return unsafe {
+            cast_x86::f64_to_f16(src, dst, |s, d| to_narrow(s, d, f64_to_f32_sticky))
+        };
+    }
     to_narrow(src, dst, f64_to_f32_sticky)
 }
 
 /// float64 to bfloat16: through [`f64_to_f32_sticky_bf16`], or on CPUs
-/// with AVX-512 BF16 by [`bf16x::from_f64`] (half the time, the same bits).
+/// with AVX-512 BF16 by [`cast_x86::f64_to_bf16`] (half the time, the same bits).
 #[inline(always)]
 fn f64_to_bf16(src: &[f64], dst: &mut [bf16]) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512_bf16() {
         // SAFETY: the CPU has AVX-512 and its BF16 conversions (checked).
-        return unsafe { bf16x::from_f64(src, dst) };
+        return unsafe {
+            cast_x86::f64_to_bf16(src, dst, |s, d| to_narrow(s, d, f64_to_f32_sticky_bf16))
+        };
     }
     to_narrow(src, dst, f64_to_f32_sticky_bf16)
 }
@@ -337,68 +349,6 @@ fn i32_to_f32_sticky(x: i32) -> f32 {
     let sticky = if x & 0xff != 0 { 0x80 } else { 0 };
     let x = if big { (x & !0xff) | sticky } else { x };
     x as f32
-}
-
-/// float64 to bfloat16 by AVX-512 BF16, rounded once as the generic cast.
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-mod bf16x {
-    use super::{BLOCK, f64_to_f32_sticky_bf16, to_narrow};
-    use half::bf16;
-    use std::arch::x86_64::*;
-
-    /// float64 rounded to float32 (`vcvtpd2ps`), then to bfloat16
-    /// (`vcvtneps2bf16`), 16 at a time. Two roundings give the once-rounded
-    /// result unless the float32 lies on a bfloat16 midpoint (its low 16 bits
-    /// 0x8000: the float64 may have been either side of it), or is
-    /// subnormal (which `vcvtneps2bf16` reads as zero); a block of 512
-    /// with such a value is converted again by the generic steps. NaN comes
-    /// out quiet with its high bits, as from `bf16::from_f32`.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F, DQ, VL and BF16; the lengths are equal.
-    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bf16")]
-    pub(super) unsafe fn from_f64(src: &[f64], dst: &mut [bf16]) {
-        assert_eq!(src.len(), dst.len());
-        let (magnitude, one) = (_mm512_set1_epi32(i32::MAX), _mm512_set1_epi32(1));
-        let (half, low) = (_mm512_set1_epi32(0x8000), _mm512_set1_epi32(0xffff));
-        for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
-            let n = s.len() / 16 * 16;
-            // Minimums over the block: 0 at a midpoint; below 0x7fffff for
-            // a subnormal (`|bits| - 1` wraps for zero).
-            let (mut tie, mut sub) = (_mm512_set1_epi32(-1), _mm512_set1_epi32(-1));
-            for i in (0..n).step_by(16) {
-                // SAFETY: i + 16 <= n elements of s (unaligned loads allowed).
-                let (a, b) = unsafe {
-                    (
-                        _mm512_loadu_pd(s.as_ptr().add(i)),
-                        _mm512_loadu_pd(s.as_ptr().add(i + 8)),
-                    )
-                };
-                let f = _mm512_insertf32x8::<1>(
-                    _mm512_castps256_ps512(_mm512_cvtpd_ps(a)),
-                    _mm512_cvtpd_ps(b),
-                );
-                let bits = _mm512_castps_si512(f);
-                // (bits ^ 0x8000) & 0xffff in one instruction.
-                tie = _mm512_min_epu32(tie, _mm512_ternarylogic_epi32::<0x28>(bits, half, low));
-                sub = _mm512_min_epu32(
-                    sub,
-                    _mm512_sub_epi32(_mm512_and_si512(bits, magnitude), one),
-                );
-                let h = _mm512_cvtneps_pbh(f);
-                // SAFETY: i + 16 <= n elements of d, exclusively ours.
-                unsafe { d.as_mut_ptr().add(i).cast::<__m256bh>().write_unaligned(h) };
-            }
-            let redo = if _mm512_reduce_min_epu32(tie) == 0
-                || _mm512_reduce_min_epu32(sub) < 0x007f_ffff
-            {
-                0
-            } else {
-                n
-            };
-            to_narrow(&s[redo..], &mut d[redo..], f64_to_f32_sticky_bf16);
-        }
-    }
 }
 
 super::isa::twin! {
@@ -621,6 +571,35 @@ mod tests {
                 assert_eq!(got, want, "beside {x:e}");
             }
             block[lane] = keep;
+        }
+    }
+
+    /// float64 to float16 rounds once at every float16 midpoint (subnormal
+    /// ones and the overflow threshold among them), a float64 ulp either
+    /// side, each sign, at every tail length (AVX-512 FP16 where the CPU has it).
+    #[test]
+    #[cfg_attr(miri, ignore)] // 2^18 values
+    fn float64_to_float16_rounds_once_at_every_midpoint() {
+        // 65504's upper neighbour 65536 (what float16 would hold next).
+        let at = |b: u16| {
+            if b == 0x7c00 {
+                65536.0
+            } else {
+                f16::from_bits(b).to_f64()
+            }
+        };
+        let xs: Vec<f64> = (0..0x7c00u16)
+            .map(|b| ((at(b) + at(b + 1)) / 2.0).to_bits())
+            .flat_map(|m| [m, m + 1, m - 1].map(f64::from_bits))
+            .flat_map(|x| [x, -x])
+            .collect();
+        for start in 0..9 {
+            let mut out = vec![f16::ZERO; xs.len() - start];
+            <f64 as CastSlice<f16>>::cast_slice(&xs[start..], &mut out);
+            for (&x, h) in xs[start..].iter().zip(&out) {
+                let want: f16 = crate::Element::cast(x);
+                assert_eq!(h.to_bits(), want.to_bits(), "{x:e}");
+            }
         }
     }
 

@@ -13,8 +13,9 @@
 //! dependency. Every copy computes the same thing the same way (no
 //! fast-math, no contraction into FMA), so the results are equal bit for bit.
 //! `DLBRIDGE_ISA=baseline` runs the baseline copies, `DLBRIDGE_ISA=avx2`
-//! stops at AVX2, `DLBRIDGE_ISA=avx512` at AVX-512 without its BF16
-//! conversions (tests and comparisons).
+//! stops at AVX2, `DLBRIDGE_ISA=avx512` at AVX-512 without its BF16 and
+//! FP16 conversions, `DLBRIDGE_ISA=avx512bf16` without the FP16 ones (tests
+//! and comparisons).
 
 /// Whether the AVX2 copies may run: the CPU has AVX2, FMA and F16C, and
 /// `DLBRIDGE_ISA` is not `baseline` (which runs the baseline copies, for
@@ -38,13 +39,23 @@ pub(crate) fn avx512() -> bool {
 #[inline(always)]
 #[cfg_attr(miri, allow(dead_code))]
 pub(crate) fn avx512_bf16() -> bool {
-    choice() == AVX512_BF16
+    choice() >= AVX512_BF16
+}
+
+/// Whether [`avx512_bf16`] holds and the CPU also converts to and from
+/// float16 in AVX-512 (AVX-512 FP16: Sapphire Rapids and later), and
+/// `DLBRIDGE_ISA` is not `avx512bf16`.
+#[inline(always)]
+#[cfg_attr(miri, allow(dead_code))]
+pub(crate) fn avx512_fp16() -> bool {
+    choice() == AVX512_FP16
 }
 
 const BASELINE: u8 = 1;
 const AVX2: u8 = 2;
 const AVX512: u8 = 3;
 const AVX512_BF16: u8 = 4;
+const AVX512_FP16: u8 = 5;
 
 /// The copies to run: decided once (0 until then).
 #[inline(always)]
@@ -80,7 +91,10 @@ fn decide(choice: &std::sync::atomic::AtomicU8) -> u8 {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512dq")
         && std::arch::is_x86_feature_detected!("avx512vl");
-    let c = if avx512 && asked != "avx512" && std::arch::is_x86_feature_detected!("avx512bf16") {
+    let bf16 = avx512 && asked != "avx512" && std::arch::is_x86_feature_detected!("avx512bf16");
+    let c = if bf16 && asked != "avx512bf16" && std::arch::is_x86_feature_detected!("avx512fp16") {
+        AVX512_FP16
+    } else if bf16 {
         AVX512_BF16
     } else if avx512 {
         AVX512

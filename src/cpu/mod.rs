@@ -8,6 +8,8 @@
 mod arith;
 mod backend;
 mod cast;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod cast_x86;
 mod copy;
 mod elementwise;
 mod exp64;
