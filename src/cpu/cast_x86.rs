@@ -72,11 +72,11 @@ pub(super) unsafe fn f64_to_bf16(
 
 /// float64 rounded once to float16 by `vcvtpd2ph`, 8 at a time and four
 /// to an `asm!` block (one to a block ran no faster than the generic steps
-/// on 10^5 elements): one instruction where the generic steps take a sticky
-/// bit, a float32 and F16C's rounding (10^7 elements: 2.4 ms against 3.5). It rounds as they do (to nearest even, subnormal
-/// results kept: FP16 instructions ignore the flush-to-zero flags), and
-/// NaN keeps its high payload bits, quieted. `asm!`, as Rust's FP16
-/// intrinsics are not stable; memory and xmm operands only.
+/// on 10^5 elements): one instruction where the generic steps take a
+/// sticky bit, a float32 and F16C's rounding (10^7 elements: 2.4 ms
+/// against 3.5). It rounds as they do (to nearest even, subnormal results
+/// included), and NaN keeps its high payload bits, quieted. `asm!`, as
+/// Rust's FP16 intrinsics are not stable; memory and xmm operands only.
 ///
 /// `generic` (the cast by the generic steps) takes the tail.
 ///
