@@ -33,14 +33,20 @@
 
 use crate::Tensor;
 
-/// `out = sqrt(src)` when both are dense float16, float32 or float64 and the
-/// CPU has AVX-512; false (nothing written) otherwise. `src` is walkable,
-/// `out` writable and either `src` or apart from it. (Not bfloat16: its
-/// slice conversions made the blocks 2x slower than its chunk loop.)
+/// `out = sqrt(src)` when both are dense float16, bfloat16, float32 or
+/// float64 and the CPU has AVX-512; false (nothing written) otherwise.
+/// `src` is walkable, `out` writable and either `src` or apart from it.
+/// (bfloat16 since [`through_f32`](super::narrow::through_f32)'s
+/// conversions run in `twin!` copies; compiled for the baseline, its blocks
+/// were 2x slower than its chunk loop. Not yet timed on AVX-512 since.)
 pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() && out.is_contiguous() && src.is_contiguous() {
+        use super::narrow::through_f32;
         use super::vmath::split_dense;
+        // SAFETY (each use): the CPU has AVX-512 (checked); one buffer, in place.
+        let block =
+            |w: &mut [f32]| unsafe { avx512::sqrt_f32(w.as_ptr(), w.as_mut_ptr(), w.len()) };
         match src.dtype() {
             crate::DType::F32 => split_dense(out, src, |s, d, n| {
                 // SAFETY: the CPU has AVX-512 (checked); split_dense hands n
@@ -51,9 +57,16 @@ pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
                 // SAFETY: as for float32.
                 unsafe { avx512::sqrt_f64(s, d, n) }
             }),
+            // Through float32 blocks: the bits of rounding `f32::sqrt` (two
+            // roundings give the once-rounded root when the wide format has
+            // at least `2p + 2` bits, 24 for float16's 11).
             crate::DType::F16 => split_dense(out, src, |s, d, n| {
-                // SAFETY: as for float32.
-                unsafe { f16_through_f32(s, d, n) }
+                // SAFETY: as for float32, and so for each block.
+                unsafe { through_f32::<half::f16>(s, d, n, block) }
+            }),
+            crate::DType::BF16 => split_dense(out, src, |s, d, n| {
+                // SAFETY: as for float32, and so for each block.
+                unsafe { through_f32::<half::bf16>(s, d, n, block) }
             }),
             _ => return false,
         }
@@ -61,38 +74,6 @@ pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
     }
     let _ = (out, src);
     false
-}
-
-/// float16 `dst[i] = sqrt(src[i])`, blocks widened to float32,
-/// rooted by [`avx512::sqrt_f32`] and rounded back: the bits of rounding
-/// `f32::sqrt` (two roundings give the once-rounded root when the wide
-/// format has at least `2p + 2` bits, 24 for float16's 11). Blocks of 256:
-/// 1024 read slower at 10^7 in a run.
-///
-/// # Safety
-/// As for [`avx512::sqrt_f32`].
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-unsafe fn f16_through_f32(src: *const half::f16, dst: *mut half::f16, n: usize) {
-    use super::narrow::NarrowSlice;
-    const BLOCK: usize = 256;
-    let mut wide = [0.0f32; BLOCK];
-    let mut at = 0;
-    while at < n {
-        let len = BLOCK.min(n - at);
-        // SAFETY: at + len <= n elements of src; read whole before dst's
-        // same block is written (in place).
-        half::f16::widen(
-            unsafe { std::slice::from_raw_parts(src.add(at), len) },
-            &mut wide[..len],
-        );
-        // SAFETY: the CPU has AVX-512 (the caller's contract); one buffer of len.
-        unsafe { avx512::sqrt_f32(wide.as_ptr(), wide.as_mut_ptr(), len) };
-        // SAFETY: at + len <= n elements of dst, exclusively ours.
-        half::f16::narrow(&wide[..len], unsafe {
-            std::slice::from_raw_parts_mut(dst.add(at), len)
-        });
-        at += len;
-    }
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -22,6 +22,7 @@
 use super::exp64;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 use super::log32;
+use super::narrow::{NarrowSlice, through_f32};
 use super::parallel::{Shared, for_elements};
 use crate::backend::UnaryOp;
 use crate::{DType, Tensor};
@@ -179,11 +180,13 @@ fn ln_f64_normal(x: f64, k0: i64) -> f64 {
     dk.mul_add(LN2_HI, s.mul_add(hfsq + t2 + t1, dk * LN2_LO) - hfsq + f)
 }
 
-/// `out = exp(src)` or `ln(src)` when both are dense float32 or float64
-/// (row-major without gaps, or one tensor): through [`run`], split across
-/// threads as the elementwise loops are. False (nothing written) otherwise.
-/// `src` is walkable and of `out`'s dtype, `out` writable and either `src`
-/// or apart from it.
+/// `out = exp(src)` or `ln(src)` when both are dense floats (row-major
+/// without gaps, or one tensor): through [`run`] (float16 and bfloat16 a
+/// float32 block at a time, [`through_f32`]: the block kernel's fast path
+/// where the per-element loop ran the full one), split across threads as
+/// the elementwise loops are. False (nothing written) otherwise. `src` is
+/// walkable and of `out`'s dtype, `out` writable and either `src` or apart
+/// from it.
 pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
     if !matches!(op, UnaryOp::Exp | UnaryOp::Log) || !out.is_contiguous() || !src.is_contiguous() {
         return false;
@@ -206,6 +209,9 @@ pub(crate) fn unary_dense(out: &Tensor, src: &Tensor, op: UnaryOp) -> bool {
         }
         DType::F32 => unary_dense_typed::<f32>(out, src, op),
         DType::F64 => unary_dense_typed::<f64>(out, src, op),
+        // `run`'s kernels, not log32's: the bits every instruction set gives.
+        DType::F16 => through_f32_typed::<half::f16>(out, src, op),
+        DType::BF16 => through_f32_typed::<half::bf16>(out, src, op),
         _ => return false,
     }
     true
@@ -216,14 +222,32 @@ fn unary_dense_typed<T: VMath>(out: &Tensor, src: &Tensor, op: UnaryOp) {
     split_dense::<T>(out, src, |s, d, n| {
         // SAFETY: split_dense hands n elements each, the same or apart, the
         // output range this call's alone.
-        unsafe {
-            if op == UnaryOp::Exp {
-                run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
-            } else {
-                run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
-            }
-        }
+        unsafe { run_op(s, d, n, op) }
     });
+}
+
+/// [`unary_dense`] for a narrow float, through float32 blocks.
+fn through_f32_typed<H: NarrowSlice>(out: &Tensor, src: &Tensor, op: UnaryOp) {
+    split_dense::<H>(out, src, |s, d, n| {
+        // SAFETY: as for unary_dense_typed; each block is one buffer, in place.
+        unsafe { through_f32(s, d, n, |w| run_op(w.as_ptr(), w.as_mut_ptr(), w.len(), op)) }
+    });
+}
+
+/// [`run`] of `exp` or `ln`.
+///
+/// # Safety
+/// As for [`run`].
+#[inline(always)]
+unsafe fn run_op<T: VMath>(s: *const T, d: *mut T, n: usize, op: UnaryOp) {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        if op == UnaryOp::Exp {
+            run(s, d, n, T::EXP_PLAIN, T::exp_plain, T::exp_v)
+        } else {
+            run(s, d, n, T::LN_PLAIN, T::ln_plain, T::ln_v)
+        }
+    }
 }
 
 /// Calls `kernel(src, dst, n)` over consecutive ranges of `out` and `src`'s
