@@ -201,6 +201,7 @@ super::isa::twin! {
 
 /// Rows from this many elements on take the AVX-512 copy whatever they
 /// hold: a thread's piece of a tensor past the caches (see [`wide_row`]).
+#[cfg_attr(any(miri, not(target_arch = "x86_64")), allow(dead_code))]
 const LONG_ROW: usize = 1 << 16;
 
 /// Whether a row of `T` writing `out_size`-byte elements runs in the
@@ -211,6 +212,8 @@ const LONG_ROW: usize = 1 << 16;
 /// ran 6 to 24% slower than the AVX2 one (Sapphire Rapids, 10^5 elements on
 /// two threads: float32 `a * b` 8.2 µs against 7.3, int64 17.4 against
 /// 14.0, float64 `a + 1` 11.5 against 10.1); from memory, 0 to 8% faster.
+// Read only by `twin!`'s AVX-512 copy, which Miri and other CPUs do not build.
+#[cfg_attr(any(miri, not(target_arch = "x86_64")), allow(dead_code))]
 #[inline(always)]
 fn wide_row<T: Arith>(out_size: usize, len: usize) -> bool {
     T::WIDE || out_size < size_of::<T>() || len >= LONG_ROW
