@@ -84,10 +84,13 @@ def make(dtype, shape, seed=0, positive=False):
 
 
 # Untimed calls of a contender before each of its samples. torch's OpenMP
-# workers spin for about 6 ms after its last parallel loop (libgomp's
-# GOMP_SPINCOUNT); on a 2-core machine they would share the cores with the
-# next contender's sample. Settling lets each side run in its own steady state.
-SETTLE_NS = 10_000_000
+# workers spin after its last parallel loop (libgomp's GOMP_SPINCOUNT): about
+# 6 ms on Sapphire Rapids, about 10 ms on Zen 3 (measured from the process's
+# CPU time while it sleeps). On a 2-core machine they share the cores with the
+# next contender's sample; with 10 ms of settling, dlbridge's 2-thread column
+# sums read 1.5-3x torch's in one sample and 0.9x in the next. Settling for
+# well past the spin lets each side run in its own steady state.
+SETTLE_NS = 25_000_000
 
 
 def median_ns(fns, samples):
