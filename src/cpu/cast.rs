@@ -601,7 +601,15 @@ mod tests {
         );
         macro_rules! check {
             ($h:ty, $inf:expr, $step:expr) => {{
-                let mut xs = vec![f64::NAN, f64::INFINITY, 3.4e38, 3.3895e38, 65520.0, 1e-300];
+                let mut xs = vec![
+                    f64::NAN,
+                    f64::INFINITY,
+                    3.4e38,
+                    3.3895e38,
+                    3.3894e38,
+                    65520.0,
+                    1e-300,
+                ];
                 for b in (0..$inf).step_by($step) {
                     let (lo, hi) = (<$h>::from_bits(b).to_f64(), <$h>::from_bits(b + 1).to_f64());
                     let mid = (lo + hi) / 2.0;
