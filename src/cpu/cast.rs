@@ -189,7 +189,9 @@ fn f64_to_f16(src: &[f64], dst: &mut [f16]) {
 
 /// float64 to bfloat16 by [`rounded_twice`] (a block holding a midpoint by
 /// [`f64_to_f32_sticky_bf16`]), or on CPUs with AVX-512 BF16 by
-/// [`cast_x86::f64_to_bf16`] (the same test in intrinsics, the same bits).
+/// [`cast_x86::f64_to_bf16`] (the same argument in intrinsics, which also
+/// doubts subnormal float32s, as `vcvtneps2bf16` reads them as zero; the
+/// same bits).
 #[inline(always)]
 fn f64_to_bf16(src: &[f64], dst: &mut [bf16]) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
