@@ -1,6 +1,7 @@
-//! float64 to the half floats by AVX-512's own conversion instructions, on
-//! CPUs that have them (checked by the caller): bfloat16 by AVX-512 BF16,
-//! float16 by AVX-512 FP16. Each gives the generic cast's bits, and hands
+//! float64 to the half floats in intrinsics, on CPUs that have them
+//! (checked by the caller): by AVX-512's own conversions (bfloat16 by
+//! AVX-512 BF16, float16 by AVX-512 FP16), else on AVX2 in one pass through
+//! float32 (float16 by F16C). Each gives the generic cast's bits, and hands
 //! what it cannot convert itself to `generic`, the cast by the generic steps
 //! in `cast.rs`.
 
@@ -66,7 +67,9 @@ pub(super) unsafe fn f64_to_bf16(
             } else {
                 n
             };
-        generic(&s[redo..], &mut d[redo..]);
+        if redo < s.len() {
+            generic(&s[redo..], &mut d[redo..]);
+        }
     }
 }
 
@@ -114,4 +117,120 @@ pub(super) unsafe fn f64_to_f16(
         }
     }
     generic(&src[n..], &mut dst[n..]);
+}
+
+/// float64 rounded to float32 (`vcvtpd2ps`), then to float16 (F16C's
+/// `vcvtps2ph`), 8 at a time on AVX2: the argument of `cast.rs`'s
+/// `rounded_twice` in one pass, the float16s stored as they come and a
+/// block of 512 converted again by `generic` if a float32 in it lies on a
+/// float16 midpoint (bits 0x1000 below bit 13) or below float16's normal
+/// range (where it rounds at another bit), zero aside. The compiler's
+/// loops staged each block's float32s in a buffer and converted them in a
+/// second pass: Zen 3, one thread, 10^5 elements 51 -> 36 us, 10^7
+/// 7.6 -> 5.9 ms (medians, torch's double rounding 5.2).
+///
+/// # Safety
+/// The CPU has AVX2 and F16C; the lengths are equal.
+#[target_feature(enable = "avx2,f16c")]
+pub(super) unsafe fn f64_to_f16_f16c(
+    src: &[f64],
+    dst: &mut [f16],
+    generic: impl Fn(&[f64], &mut [f16]),
+) {
+    assert_eq!(src.len(), dst.len());
+    let (magnitude, one) = (_mm256_set1_epi32(i32::MAX), _mm256_set1_epi32(1));
+    let (half, low) = (_mm256_set1_epi32(0x1000), _mm256_set1_epi32(0x1fff));
+    for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let n = s.len() / 8 * 8;
+        // Minimums over the block: 0 at a midpoint; below 2^-14's bits
+        // less one for a value below float16's normal range (`|bits| - 1`
+        // wraps for zero).
+        let (mut tie, mut below) = (_mm256_set1_epi32(-1), _mm256_set1_epi32(-1));
+        for i in (0..n).step_by(8) {
+            // SAFETY: i + 8 <= n elements of s (unaligned loads allowed).
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_pd(s.as_ptr().add(i)),
+                    _mm256_loadu_pd(s.as_ptr().add(i + 4)),
+                )
+            };
+            let f = _mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a));
+            let bits = _mm256_castps_si256(f);
+            tie = _mm256_min_epu32(tie, _mm256_and_si256(_mm256_xor_si256(bits, half), low));
+            below = _mm256_min_epu32(
+                below,
+                _mm256_sub_epi32(_mm256_and_si256(bits, magnitude), one),
+            );
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f);
+            // SAFETY: i + 8 <= n elements of d, exclusively ours.
+            unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast(), h) };
+        }
+        let redo = if min_epu32(tie) == 0 || min_epu32(below) < 0x3880_0000 - 1 {
+            0
+        } else {
+            n
+        };
+        // Not for nothing: `generic` clears a buffer first.
+        if redo < s.len() {
+            generic(&s[redo..], &mut d[redo..]);
+        }
+    }
+}
+
+/// float64 rounded to float32 (`vcvtpd2ps`), then to bfloat16 by integer
+/// steps, 16 at a time on AVX2, in one pass; a block of 512 is converted
+/// again by `generic` if a float32 in it lies on a bfloat16 midpoint (low
+/// 16 bits 0x8000), so that rounding half up (adding 0x8000) is to nearest
+/// even in the rest. NaN keeps its high bits, as from `bf16_from_f32`
+/// (`vcvtpd2ps` has quieted it). Against the compiler's two passes, Zen 3,
+/// one thread: 10^7 elements 6.4 -> 5.6 ms, 10^5 alike (about 30 us).
+///
+/// # Safety
+/// The CPU has AVX2; the lengths are equal.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn f64_to_bf16_avx2(
+    src: &[f64],
+    dst: &mut [bf16],
+    generic: impl Fn(&[f64], &mut [bf16]),
+) {
+    assert_eq!(src.len(), dst.len());
+    let (magnitude, infinity) = (_mm256_set1_epi32(i32::MAX), _mm256_set1_epi32(0x7f80_0000));
+    let (half, low) = (_mm256_set1_epi32(0x8000), _mm256_set1_epi32(0xffff));
+    // 8 float64s as float32 bits; their bfloat16 bits (one to a lane), and
+    // the midpoint key folded into `tie`.
+    let eight = |p: *const f64, tie: &mut __m256i| {
+        // SAFETY: the caller's 8 readable elements at `p` (unaligned allowed).
+        let (a, b) = unsafe { (_mm256_loadu_pd(p), _mm256_loadu_pd(p.add(4))) };
+        let bits = _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a)));
+        *tie = _mm256_min_epu32(*tie, _mm256_and_si256(_mm256_xor_si256(bits, half), low));
+        // NaN truncated (0x8000 could carry into its sign).
+        let nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), infinity);
+        _mm256_srli_epi32::<16>(_mm256_add_epi32(bits, _mm256_andnot_si256(nan, half)))
+    };
+    for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
+        let n = s.len() / 16 * 16;
+        let mut tie = _mm256_set1_epi32(-1);
+        for i in (0..n).step_by(16) {
+            let p = s.as_ptr().wrapping_add(i);
+            let (x, y) = (eight(p, &mut tie), eight(p.wrapping_add(8), &mut tie));
+            // Every lane below 2^16, which the unsigned saturation keeps;
+            // the pack interleaves 64-bit quarters, the permute restores them.
+            let h = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(x, y));
+            // SAFETY: i + 16 <= n elements of s (read above) and of d, exclusively ours.
+            unsafe { _mm256_storeu_si256(d.as_mut_ptr().add(i).cast(), h) };
+        }
+        let redo = if min_epu32(tie) == 0 { 0 } else { n };
+        if redo < s.len() {
+            generic(&s[redo..], &mut d[redo..]);
+        }
+    }
+}
+
+/// The smallest of eight unsigned lanes.
+#[inline(always)]
+fn min_epu32(v: __m256i) -> u32 {
+    let mut lanes = [0u32; 8];
+    // SAFETY: 32 bytes into a 32-byte array (unaligned store allowed).
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), v) };
+    lanes.into_iter().min().unwrap_or(u32::MAX)
 }

@@ -25,6 +25,7 @@ mod pow;
 mod random;
 mod reduce;
 mod reduce_run;
+mod round_once;
 mod sqrt;
 mod strided;
 mod sum_lanes;
