@@ -3,7 +3,7 @@
 //! AVX-512 BF16, float16 by AVX-512 FP16), else on AVX2 in one pass through
 //! float32 (float16 by F16C). Each gives the generic cast's bits, and hands
 //! what it cannot convert itself to `generic`, the cast by the generic steps
-//! in `cast.rs`.
+//! in `round_once.rs`.
 
 use half::{bf16, f16};
 use std::arch::x86_64::*;
@@ -120,7 +120,7 @@ pub(super) unsafe fn f64_to_f16(
 }
 
 /// float64 rounded to float32 (`vcvtpd2ps`), then to float16 (F16C's
-/// `vcvtps2ph`), 8 at a time on AVX2: the argument of `cast.rs`'s
+/// `vcvtps2ph`), 8 at a time on AVX2: the argument of `round_once.rs`'s
 /// `rounded_twice` in one pass, the float16s stored as they come and a
 /// block of 512 converted again by `generic` if a float32 in it lies on a
 /// float16 midpoint (bits 0x1000 below bit 13) or below float16's normal
@@ -170,7 +170,7 @@ pub(super) unsafe fn f64_to_f16_f16c(
         } else {
             n
         };
-        // Not for nothing: `generic` clears a buffer first.
+        // Only for a rest: `generic` clears a 2 KB buffer on every call.
         if redo < s.len() {
             generic(&s[redo..], &mut d[redo..]);
         }
@@ -198,9 +198,14 @@ pub(super) unsafe fn f64_to_bf16_avx2(
     let (half, low) = (_mm256_set1_epi32(0x8000), _mm256_set1_epi32(0xffff));
     // 8 float64s as float32 bits; their bfloat16 bits (one to a lane), and
     // the midpoint key folded into `tie`.
-    let eight = |p: *const f64, tie: &mut __m256i| {
-        // SAFETY: the caller's 8 readable elements at `p` (unaligned allowed).
-        let (a, b) = unsafe { (_mm256_loadu_pd(p), _mm256_loadu_pd(p.add(4))) };
+    let eight = |x: &[f64; 8], tie: &mut __m256i| {
+        // SAFETY: 8 elements (unaligned loads allowed).
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_pd(x.as_ptr()),
+                _mm256_loadu_pd(x.as_ptr().add(4)),
+            )
+        };
         let bits = _mm256_castps_si256(_mm256_set_m128(_mm256_cvtpd_ps(b), _mm256_cvtpd_ps(a)));
         *tie = _mm256_min_epu32(*tie, _mm256_and_si256(_mm256_xor_si256(bits, half), low));
         // NaN truncated (0x8000 could carry into its sign).
@@ -210,14 +215,15 @@ pub(super) unsafe fn f64_to_bf16_avx2(
     for (s, d) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)) {
         let n = s.len() / 16 * 16;
         let mut tie = _mm256_set1_epi32(-1);
-        for i in (0..n).step_by(16) {
-            let p = s.as_ptr().wrapping_add(i);
-            let (x, y) = (eight(p, &mut tie), eight(p.wrapping_add(8), &mut tie));
+        for (x, o) in s.chunks_exact(16).zip(d.chunks_exact_mut(16)) {
+            let (lo, hi) = x.split_at(8);
+            let lo = eight(lo.try_into().expect("8 of 16"), &mut tie);
+            let hi = eight(hi.try_into().expect("8 of 16"), &mut tie);
             // Every lane below 2^16, which the unsigned saturation keeps;
             // the pack interleaves 64-bit quarters, the permute restores them.
-            let h = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(x, y));
-            // SAFETY: i + 16 <= n elements of s (read above) and of d, exclusively ours.
-            unsafe { _mm256_storeu_si256(d.as_mut_ptr().add(i).cast(), h) };
+            let h = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(lo, hi));
+            // SAFETY: 16 elements of o, exclusively ours (unaligned store allowed).
+            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), h) };
         }
         let redo = if min_epu32(tie) == 0 { 0 } else { n };
         if redo < s.len() {
