@@ -173,11 +173,20 @@ fn winner_block<T: Arith, const MAX: bool, const W: usize>(
 /// position (or the sign of a zero) matters.
 #[inline(always)]
 pub(super) fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
-    let (b, not_finite) = match (max, xs.len() < 4 * LANES) {
-        (true, true) => winner_lanes::<T, true, 8>(xs),
-        (true, false) => winner_lanes::<T, true, LANES>(xs),
-        (false, true) => winner_lanes::<T, false, 8>(xs),
-        (false, false) => winner_lanes::<T, false, LANES>(xs),
+    // Below AVX-512, 128 bytes of lanes (4 registers of winners, 4 of NaN
+    // sums): with AVX2's 16 registers, 64 lanes spilled to the stack in
+    // the loop (`amax()` of 10^5 on one Zen 3 thread: float32 9.5 → 7.6 µs,
+    // float64 17 → 15 µs). The bits do not depend on the lanes.
+    let narrow = !super::isa::avx512();
+    let (b, not_finite) = match (max, xs.len() < 4 * LANES, narrow, size_of::<T>()) {
+        (true, true, ..) => winner_lanes::<T, true, 8>(xs),
+        (true, false, true, 8) => winner_lanes::<T, true, 16>(xs),
+        (true, false, true, _) => winner_lanes::<T, true, 32>(xs),
+        (true, false, false, _) => winner_lanes::<T, true, LANES>(xs),
+        (false, true, ..) => winner_lanes::<T, false, 8>(xs),
+        (false, false, true, 8) => winner_lanes::<T, false, 16>(xs),
+        (false, false, true, _) => winner_lanes::<T, false, 32>(xs),
+        (false, false, false, _) => winner_lanes::<T, false, LANES>(xs),
     };
     if not_finite && let Some(at) = xs.iter().position(|x| x.is_nan()) {
         return (xs[at], at);

@@ -737,4 +737,43 @@ mod tests {
         assert_eq!(f16::extreme(&hs, true, true).1, 6);
         assert_eq!(i32::extreme(&[3, 9, 1, 9], true, true), (9, 1));
     }
+
+    /// Runs long enough for the wide lanes (32 or 64 by the CPU, a tail
+    /// that overlaps the last chunk): a winner, a tie and a NaN planted at
+    /// every position are found, with the first position, by the
+    /// dispatching copy (AVX2 or AVX-512 where the CPU has it).
+    #[test]
+    fn long_run_extremes_find_a_winner_and_a_nan_anywhere() {
+        fn check<T: Kernel + std::fmt::Debug>(from: impl Fn(f64) -> T) {
+            let lens: &[usize] = if cfg!(miri) {
+                &[257]
+            } else {
+                &[256, 257, 300, 511, 513, 1031]
+            };
+            for &n in lens {
+                let base: Vec<T> = (0..n).map(|i| from((i % 13) as f64 - 6.0)).collect();
+                for p in 0..n {
+                    let mut xs = base.clone();
+                    xs[p] = from(100.0);
+                    assert_eq!(
+                        extreme(&xs, true, true),
+                        (from(100.0), p),
+                        "max at {p} of {n}"
+                    );
+                    assert_eq!(extreme(&xs, true, false).0, from(100.0));
+                    xs[p] = from(-100.0);
+                    assert_eq!(
+                        extreme(&xs, false, true),
+                        (from(-100.0), p),
+                        "min at {p} of {n}"
+                    );
+                    xs[p] = from(f64::NAN);
+                    let (v, at) = extreme(&xs, p % 2 == 0, false);
+                    assert!(v.is_nan() && at == p, "NaN at {p} of {n}: {v:?} at {at}");
+                }
+            }
+        }
+        check(|v| v as f32);
+        check(|v| v);
+    }
 }
