@@ -739,7 +739,7 @@ mod tests {
     }
 
     /// Runs long enough for the wide lanes (32 or 64 by the CPU, a tail
-    /// that overlaps the last chunk): a winner, a tie and a NaN planted at
+    /// that overlaps the last chunk): a winner, a loser and a NaN planted at
     /// every position are found, with the first position, by the
     /// dispatching copy (AVX2 or AVX-512 where the CPU has it).
     #[test]
