@@ -738,10 +738,11 @@ mod tests {
         assert_eq!(i32::extreme(&[3, 9, 1, 9], true, true), (9, 1));
     }
 
-    /// Runs long enough for the wide lanes (32 or 64 by the CPU, a tail
-    /// that overlaps the last chunk): a winner, a loser and a NaN planted at
-    /// every position are found, with the first position, by the
-    /// dispatching copy (AVX2 or AVX-512 where the CPU has it).
+    /// Runs long enough for the wide lanes (16 to 64 by the CPU and the
+    /// dtype, a tail that overlaps the last chunk): a winner, a loser and
+    /// a NaN planted at every position are found, with the first
+    /// position, by the dispatching copy (AVX2 or AVX-512 where the CPU
+    /// has it).
     #[test]
     fn long_run_extremes_find_a_winner_and_a_nan_anywhere() {
         fn check<T: Kernel + std::fmt::Debug>(from: impl Fn(f64) -> T) {
