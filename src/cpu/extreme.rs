@@ -173,20 +173,10 @@ fn winner_block<T: Arith, const MAX: bool, const W: usize>(
 /// position (or the sign of a zero) matters.
 #[inline(always)]
 pub(super) fn extreme_lanes<T: Arith>(xs: &[T], max: bool, need_pos: bool) -> (T, usize) {
-    // Below AVX-512, 128 bytes of lanes (4 registers of winners, 4 of NaN
-    // sums): with AVX2's 16 registers, 64 lanes spilled to the stack in
-    // the loop (`amax()` of 10^5 on one Zen 3 thread: float32 9.5 → 7.6 µs,
-    // float64 17 → 15 µs). The bits do not depend on the lanes.
-    let narrow = !super::isa::avx512();
-    let (b, not_finite) = match (max, xs.len() < 4 * LANES, narrow, size_of::<T>()) {
-        (true, true, ..) => winner_lanes::<T, true, 8>(xs),
-        (true, false, true, 8) => winner_lanes::<T, true, 16>(xs),
-        (true, false, true, _) => winner_lanes::<T, true, 32>(xs),
-        (true, false, false, _) => winner_lanes::<T, true, LANES>(xs),
-        (false, true, ..) => winner_lanes::<T, false, 8>(xs),
-        (false, false, true, 8) => winner_lanes::<T, false, 16>(xs),
-        (false, false, true, _) => winner_lanes::<T, false, 32>(xs),
-        (false, false, false, _) => winner_lanes::<T, false, LANES>(xs),
+    let (b, not_finite) = if max {
+        winner_lanes_sized::<T, true>(xs)
+    } else {
+        winner_lanes_sized::<T, false>(xs)
     };
     if not_finite && let Some(at) = xs.iter().position(|x| x.is_nan()) {
         return (xs[at], at);
@@ -402,6 +392,25 @@ pub(super) fn extreme_ord<T: Ord + Copy>(xs: &[T], max: bool, need_pos: bool) ->
         return (b, usize::MAX);
     }
     (b, xs.iter().position(|&x| x == b).unwrap_or(0))
+}
+
+/// [`winner_lanes`] with the lanes the run and the registers suit: 8 in a
+/// run shorter than `4 * LANES`; in a longer one [`LANES`] with AVX-512,
+/// else 128 bytes of them (4 registers of winners, 4 of NaN sums): with
+/// AVX2's 16 registers, 64 lanes spilled to the stack in the loop
+/// (`amax()` of 10^5 on one Zen 3 thread: float32 9.5 → 7.6 µs, float64
+/// 17 → 15 µs). The result does not depend on the lanes.
+#[inline(always)]
+fn winner_lanes_sized<T: Arith, const MAX: bool>(xs: &[T]) -> (T, bool) {
+    if xs.len() < 4 * LANES {
+        winner_lanes::<T, MAX, 8>(xs)
+    } else if super::isa::avx512() {
+        winner_lanes::<T, MAX, LANES>(xs)
+    } else if size_of::<T>() == 8 {
+        winner_lanes::<T, MAX, 16>(xs)
+    } else {
+        winner_lanes::<T, MAX, 32>(xs)
+    }
 }
 
 /// `L` running winners over chunks of `L` (then the last `L` elements, when
