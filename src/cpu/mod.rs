@@ -26,6 +26,7 @@ mod random;
 mod reduce;
 mod reduce_run;
 mod round_once;
+mod row_groups;
 mod sqrt;
 mod strided;
 mod sum_lanes;

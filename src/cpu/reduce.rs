@@ -20,9 +20,10 @@ use super::copy::materialize;
 use super::extreme::better_of;
 use super::parallel::{for_each, threads};
 use super::reduce_run::{
-    Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows, add_rows2, extreme,
-    extreme_row, extreme_rows, extreme_run, leaf_sums, short_extremes, sum_run,
+    Acc, Kernel, PARALLEL_MIN, Pairwise, SHORT_RUN, add_row, add_rows2, extreme, extreme_row,
+    extreme_run, leaf_sums, short_extremes, sum_run,
 };
+use super::row_groups::{add_rows, extreme_rows};
 use super::strided::{Dim, walk};
 use crate::backend::ReduceOp;
 use crate::{DType, Element, Result, Scalar, Tensor, bail, with_compute_element, with_element};

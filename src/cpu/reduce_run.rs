@@ -322,14 +322,6 @@ super::isa::twin! {
     pub(crate) fn add_rows2[T: Kernel](acc: &mut [T::A], r0: &[T], r1: &[T]) => T::add_rows2, avx512 if T::AVX512;
 }
 super::isa::twin! {
-    /// [`Kernel::add_rows`] for the CPU's instruction set.
-    pub(crate) fn add_rows[T: Kernel](acc: &mut [T::A], rows: &[T], stride: usize, count: usize) => T::add_rows, avx512 if T::AVX512;
-}
-super::isa::twin! {
-    /// [`Kernel::extreme_rows`] for the CPU's instruction set.
-    pub(crate) fn extreme_rows[T: Kernel](best: &mut [T], rows: &[T], stride: usize, count: usize, max: bool) => T::extreme_rows;
-}
-super::isa::twin! {
     /// [`Kernel::extreme`] for the CPU's instruction set.
     pub(crate) fn extreme[T: Kernel](xs: &[T], max: bool, need_pos: bool) -> (T, usize) => T::extreme;
 }
