@@ -10,7 +10,7 @@
 use super::reduce_run::Kernel;
 use super::sum_lanes::F32_ADDS;
 
-/// Bytes of rows a group holds: L1's size on the CPUs measured.
+/// Bytes of rows a group holds: L1's size on Zen 3, where it was measured.
 const GROUP_BYTES: usize = 32 << 10;
 
 super::isa::twin! {
@@ -22,20 +22,30 @@ super::isa::twin! {
     pub(crate) fn extreme_rows[T: Kernel](best: &mut [T], rows: &[T], stride: usize, count: usize, max: bool) => extreme_rows_grouped;
 }
 
-/// Rows per group for a tile `width` columns wide: a whole number of
-/// [`F32_ADDS`], so float32's column sums, which flush to float64 every
-/// `F32_ADDS` rows, add in the same order, to the same bits, as in one pass.
+/// Calls `f(group, n)` for each group of `n` rows (`group` from its first
+/// row on) of a tile `width` columns of T wide: [`GROUP_BYTES`] of them, a
+/// whole number of [`F32_ADDS`], so float32's column sums, which flush to
+/// float64 every `F32_ADDS` rows, add in the same order, to the same bits,
+/// as in one pass.
 #[inline(always)]
-fn row_group<T>(width: usize) -> usize {
-    (GROUP_BYTES / (width * size_of::<T>()).max(1)).max(F32_ADDS) / F32_ADDS * F32_ADDS
+fn in_groups<T>(
+    rows: &[T],
+    width: usize,
+    stride: usize,
+    count: usize,
+    mut f: impl FnMut(&[T], usize),
+) {
+    let g = (GROUP_BYTES / (width * size_of::<T>()).max(1)).max(F32_ADDS) / F32_ADDS * F32_ADDS;
+    for r0 in (0..count).step_by(g) {
+        f(&rows[r0 * stride..], g.min(count - r0));
+    }
 }
 
 #[inline(always)]
 fn add_rows_grouped<T: Kernel>(acc: &mut [T::A], rows: &[T], stride: usize, count: usize) {
-    let g = row_group::<T>(acc.len());
-    for r0 in (0..count).step_by(g) {
-        T::add_rows(acc, &rows[r0 * stride..], stride, g.min(count - r0));
-    }
+    in_groups(rows, acc.len(), stride, count, |part, n| {
+        T::add_rows(acc, part, stride, n)
+    });
 }
 
 #[inline(always)]
@@ -46,10 +56,9 @@ fn extreme_rows_grouped<T: Kernel>(
     count: usize,
     max: bool,
 ) {
-    let g = row_group::<T>(best.len());
-    for r0 in (0..count).step_by(g) {
-        T::extreme_rows(best, &rows[r0 * stride..], stride, g.min(count - r0), max);
-    }
+    in_groups(rows, best.len(), stride, count, |part, n| {
+        T::extreme_rows(best, part, stride, n, max)
+    });
 }
 
 #[cfg(test)]
