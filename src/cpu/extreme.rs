@@ -278,41 +278,54 @@ pub(super) fn extreme_rows_bits<T: HalfBits>(
     max: bool,
 ) {
     let n = best.len();
-    let row = |r: usize, c0: usize, w: usize| &rows[r * stride + c0..][..w];
-    let mut block = |c0: usize, w: usize| {
-        let best = &mut best[c0..c0 + w];
-        match (max, w) {
-            (true, 64) => key_rows::<T, true, 64>(best, &row, c0, count),
-            (false, 64) => key_rows::<T, false, 64>(best, &row, c0, count),
-            (true, 16) => key_rows::<T, true, 16>(best, &row, c0, count),
-            (false, 16) => key_rows::<T, false, 16>(best, &row, c0, count),
-            (true, _) => key_rows::<T, true, 1>(best, &row, c0, count),
-            (false, _) => key_rows::<T, false, 1>(best, &row, c0, count),
-        }
-    };
     let mut c0 = 0;
     for w in [64, 16] {
         while n - c0 >= w {
-            block(c0, w);
+            key_block(&mut best[c0..c0 + w], rows, stride, c0, count, max);
             c0 += w;
         }
     }
-    if c0 < n {
+    if n >= 16 && c0 < n {
         // The last columns as one more block of 16 that overlaps the last
         // one: a winner taken again from the same rows is the same winner.
-        if n >= 16 {
-            block(n - 16, 16)
-        } else {
-            (c0..n).for_each(|c| block(c, 1))
+        key_block(&mut best[n - 16..], rows, stride, n - 16, count, max);
+    } else {
+        for c in c0..n {
+            key_block(&mut best[c..c + 1], rows, stride, c, count, max);
         }
     }
 }
 
-/// [`extreme_rows_bits`] for `W` columns from `c0` (`best` holds them).
+/// [`extreme_rows_bits`] for the columns `best` holds, from `c0`: 64, 16
+/// or one. A function, not a closure, as [`key_rows`] reads its rows: a
+/// closure the compiler keeps apart is compiled for the baseline, not for
+/// the `twin!` copy that calls it.
 #[inline(always)]
-fn key_rows<'a, T: HalfBits + 'a, const MAX: bool, const W: usize>(
+fn key_block<T: HalfBits>(
     best: &mut [T],
-    row: &impl Fn(usize, usize, usize) -> &'a [T],
+    rows: &[T],
+    stride: usize,
+    c0: usize,
+    count: usize,
+    max: bool,
+) {
+    match (max, best.len()) {
+        (true, 64) => key_rows::<T, true, 64>(best, rows, stride, c0, count),
+        (false, 64) => key_rows::<T, false, 64>(best, rows, stride, c0, count),
+        (true, 16) => key_rows::<T, true, 16>(best, rows, stride, c0, count),
+        (false, 16) => key_rows::<T, false, 16>(best, rows, stride, c0, count),
+        (true, _) => key_rows::<T, true, 1>(best, rows, stride, c0, count),
+        (false, _) => key_rows::<T, false, 1>(best, rows, stride, c0, count),
+    }
+}
+
+/// [`extreme_rows_bits`] for `W` columns from `c0` (`best` holds them) of
+/// `count` rows `stride` elements apart.
+#[inline(always)]
+fn key_rows<T: HalfBits, const MAX: bool, const W: usize>(
+    best: &mut [T],
+    rows: &[T],
+    stride: usize,
     c0: usize,
     count: usize,
 ) {
@@ -323,7 +336,9 @@ fn key_rows<'a, T: HalfBits + 'a, const MAX: bool, const W: usize>(
         (*k, *m) = (order_key(bits(b)), bits(b) & 0x7fff);
     }
     for r in 0..count {
-        let xs: &[T; W] = row(r, c0, W).try_into().expect("a row of the block");
+        let xs: &[T; W] = rows[r * stride + c0..][..W]
+            .try_into()
+            .expect("a row of the block");
         for ((k, m), &x) in k.iter_mut().zip(m.iter_mut()).zip(xs) {
             let b = bits(x);
             *k = pick(*k, order_key(b));
@@ -338,7 +353,7 @@ fn key_rows<'a, T: HalfBits + 'a, const MAX: bool, const W: usize>(
         }
         // The first NaN, else the first zero, from the running winner on.
         let first = |hit: &dyn Fn(u16) -> bool| {
-            let later = (0..count).map(|r| row(r, c0 + j, 1)[0]);
+            let later = (0..count).map(|r| rows[r * stride + c0 + j]);
             std::iter::once(*o).chain(later).find(|&x| hit(bits(x)))
         };
         *o = if m > inf {

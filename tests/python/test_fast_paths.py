@@ -6,6 +6,9 @@ long enough to split across threads (src/cpu/parallel.rs)."""
 
 import math
 import os
+import platform
+import re
+import shutil
 import subprocess
 import sys
 
@@ -248,6 +251,61 @@ def test_avx2_and_avx512_loops_give_the_baseline_loops_bits():
     # float32 log alone differs by design: AVX-512 runs a table-driven kernel
     # (src/cpu/log32.rs), the other copies fdlibm's.
     assert log32["baseline"] == log32["avx2"]
+
+
+# Closures of dlbridge's that a twin! copy may call, each with why that
+# costs nothing: a closure the compiler keeps apart from its caller is
+# compiled once, for the baseline (SSE2), so its loops lose the copy's
+# AVX2 or AVX-512 (row_groups' kernels behind one ran 1.3-2.8x torch).
+CALLED_CLOSURES = {
+    "dlbridge::cpu::vmath::through_f32_typed::": "a block's float32 kernel is vmath::run, a twin! of its own",
+    "dlbridge::cpu::round_once::": "the generic steps, for the rare block holding a midpoint",
+}
+
+
+def closures_called_by_twin_copies(disassembly):
+    """(twin! copy, closure) for each call from a function named
+    `...::avx2` or `...::avx512` (a twin! copy, src/cpu/isa.rs) to a
+    dlbridge closure not in CALLED_CLOSURES, in `objdump -d -C` output."""
+    found, caller = set(), None
+    for line in disassembly.splitlines():
+        if m := re.match(r"^[0-9a-f]+ <(.*)>:$", line):
+            caller = m.group(1)
+        elif caller and "\tcall " in line and re.search(r"::avx(2|512)(\.llvm\.\d+)?$", caller):
+            callee = re.sub(r"\.llvm\.\d+$", "", line.rpartition("<")[2].rstrip(">"))
+            if callee.startswith("dlbridge::") and "{{closure}}" in callee and not callee.startswith(tuple(CALLED_CLOSURES)):
+                found.add((re.sub(r"\.llvm\.\d+$", "", caller), callee))
+    return sorted(found)
+
+
+def test_closures_called_by_twin_copies_are_found():
+    """The scan below reads objdump's lines as they are written."""
+    text = (
+        "0000000000001000 <dlbridge::cpu::row_groups::add_rows::avx512>:\n"
+        "    1004:\tcall   2000 <dlbridge::cpu::row_groups::add_rows_grouped::{{closure}}.llvm.123>\n"
+        "    1008:\tcall   3000 <dlbridge::cpu::vmath::through_f32_typed::{{closure}}::{{closure}}>\n"
+        "0000000000004000 <dlbridge::cpu::reduce::by_rows>:\n"
+        "    4004:\tcall   2000 <dlbridge::cpu::reduce::by_rows::{{closure}}>\n"
+    )
+    assert closures_called_by_twin_copies(text) == [
+        ("dlbridge::cpu::row_groups::add_rows::avx512", "dlbridge::cpu::row_groups::add_rows_grouped::{{closure}}")
+    ]
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64" or not sys.platform.startswith("linux"), reason="twin! copies are x86-64 only; reads an ELF module")
+@pytest.mark.skipif(bool(os.environ.get("DLBRIDGE_ASAN_RUNTIME")), reason="the AddressSanitizer build is a debug build: nothing is inlined there")
+def test_twin_copies_call_no_closure_compiled_for_the_baseline():
+    """In the built module, no AVX2 or AVX-512 copy of a hot loop calls a
+    closure of dlbridge's (but CALLED_CLOSURES): such a closure was compiled
+    for the baseline, so the copy would run its loop without AVX2 or
+    AVX-512 (the ISA test above cannot see that: the bits are the same)."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    r = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", db._core.__file__], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"::avx512>:$", r.stdout, re.M), "no twin! copy found: the symbol table is stripped"
+    assert closures_called_by_twin_copies(r.stdout) == []
 
 
 THREAD_NAMES = r"""
