@@ -12,7 +12,11 @@
 //! few dozen lines of `macro_rules!` cover them without a proc-macro
 //! dependency. Every copy computes the same thing the same way (no
 //! fast-math, no contraction into FMA), so the results are equal bit for bit.
-//! `DLBRIDGE_ISA=baseline` runs the baseline copies, `DLBRIDGE_ISA=avx2`
+//! A copy's loops must be in its own body, inlined: a closure or function
+//! the compiler keeps apart is compiled once, for the baseline, and a copy
+//! that calls it runs that loop without AVX2 or AVX-512 at the same bits
+//! (`tests/python/test_fast_paths.py` reads the built module for such
+//! calls). `DLBRIDGE_ISA=baseline` runs the baseline copies, `DLBRIDGE_ISA=avx2`
 //! stops at AVX2, `DLBRIDGE_ISA=avx512` at AVX-512 without its BF16 and
 //! FP16 conversions, `DLBRIDGE_ISA=avx512bf16` without the FP16 ones (tests
 //! and comparisons).
