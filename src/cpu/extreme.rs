@@ -297,9 +297,9 @@ pub(super) fn extreme_rows_bits<T: HalfBits>(
 }
 
 /// [`extreme_rows_bits`] for the columns `best` holds, from `c0`: 64, 16
-/// or one. A function, not a closure, as [`key_rows`] reads its rows: a
-/// closure the compiler keeps apart is compiled for the baseline, not for
-/// the `twin!` copy that calls it.
+/// or one. A function, not a closure (and [`key_rows`] indexes its rows
+/// itself): a closure the compiler keeps apart is compiled for the
+/// baseline, not for the `twin!` copy that calls it.
 #[inline(always)]
 fn key_block<T: HalfBits>(
     best: &mut [T],

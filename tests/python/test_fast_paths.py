@@ -279,7 +279,9 @@ def closures_called_by_twin_copies(disassembly):
 
 
 def test_closures_called_by_twin_copies_are_found():
-    """The scan below reads objdump's lines as they are written."""
+    """closures_called_by_twin_copies reads objdump's lines as objdump
+    writes them: a call from a twin! copy to a closure is found, one to an
+    allowed closure or from another function is not."""
     text = (
         "0000000000001000 <dlbridge::cpu::row_groups::add_rows::avx512>:\n"
         "    1004:\tcall   2000 <dlbridge::cpu::row_groups::add_rows_grouped::{{closure}}.llvm.123>\n"
