@@ -1,7 +1,7 @@
 //! Arithmetic per element type, with PyTorch's semantics: integers wrap,
 //! half types compute in f32 and round, bool add/mul are or/and.
 
-use super::narrow::{CHUNK, NarrowSlice};
+use super::narrow::{CHUNK, ChunkIsa, NarrowSlice};
 use super::vmath::VMath;
 use crate::Element;
 pub(crate) use crate::backend::{BinaryOp, CompareOp};
@@ -30,14 +30,13 @@ pub trait Arith: Element + PartialEq {
             .zip(src)
             .for_each(|(d, &s)| *d = Self::narrow(s));
     }
-    /// A chunk widened by value (see [`NarrowSlice::widen_chunk`]; `simd`:
-    /// `isa::avx2()`).
+    /// A chunk widened by value (see [`NarrowSlice::widen_chunk`]).
     ///
     /// # Safety
-    /// `simd` only where `isa::avx2()` holds.
+    /// The CPU has what `isa` names.
     #[inline(always)]
-    unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [Self::C; CHUNK] {
-        let _ = simd;
+    unsafe fn widen_chunk(src: &[Self; CHUNK], isa: ChunkIsa) -> [Self::C; CHUNK] {
+        let _ = isa;
         src.map(Self::widen)
     }
     /// A chunk rounded into `dst` (see [`NarrowSlice::narrow_chunk`]).
@@ -45,8 +44,8 @@ pub trait Arith: Element + PartialEq {
     /// # Safety
     /// As for [`widen_chunk`](Self::widen_chunk).
     #[inline(always)]
-    unsafe fn narrow_chunk(src: [Self::C; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
-        let _ = simd;
+    unsafe fn narrow_chunk(src: [Self::C; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) {
+        let _ = isa;
         *dst = src.map(Self::narrow);
     }
     fn add(self, rhs: Self) -> Self;
@@ -146,8 +145,8 @@ macro_rules! float_arith {
             #[inline(always)] fn widen_slice(src: &[Self], dst: &mut [$C]) { Widen::widen_slice(src, dst) }
             #[inline(always)] fn narrow_slice(src: &[$C], dst: &mut [Self]) { Widen::narrow_slice(src, dst) }
             // SAFETY (both): the caller's promise, passed on.
-            #[inline(always)] unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [$C; CHUNK] { unsafe { Widen::widen_chunk(src, simd) } }
-            #[inline(always)] unsafe fn narrow_chunk(src: [$C; CHUNK], dst: &mut [Self; CHUNK], simd: bool) { unsafe { Widen::narrow_chunk(src, dst, simd) } }
+            #[inline(always)] unsafe fn widen_chunk(src: &[Self; CHUNK], isa: ChunkIsa) -> [$C; CHUNK] { unsafe { Widen::widen_chunk(src, isa) } }
+            #[inline(always)] unsafe fn narrow_chunk(src: [$C; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) { unsafe { Widen::narrow_chunk(src, dst, isa) } }
             #[inline(always)] fn add(self, r: Self) -> Self { self + r }
             #[inline(always)] fn sub(self, r: Self) -> Self { self - r }
             #[inline(always)] fn mul(self, r: Self) -> Self { self * r }
@@ -182,21 +181,21 @@ trait Widen<C>: Sized {
     /// # Safety
     /// As for [`Arith::widen_chunk`].
     #[inline(always)]
-    unsafe fn widen_chunk(src: &[Self; CHUNK], simd: bool) -> [C; CHUNK]
+    unsafe fn widen_chunk(src: &[Self; CHUNK], isa: ChunkIsa) -> [C; CHUNK]
     where
         Self: Copy,
     {
-        let _ = simd;
+        let _ = isa;
         src.map(Self::widen)
     }
     /// # Safety
     /// As for [`Arith::widen_chunk`].
     #[inline(always)]
-    unsafe fn narrow_chunk(src: [C; CHUNK], dst: &mut [Self; CHUNK], simd: bool)
+    unsafe fn narrow_chunk(src: [C; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa)
     where
         C: Copy,
     {
-        let _ = simd;
+        let _ = isa;
         *dst = src.map(Self::narrow);
     }
 }
@@ -227,14 +226,14 @@ macro_rules! half_width {
                 <$t as super::narrow::NarrowSlice>::narrow(src, dst)
             }
             #[inline(always)]
-            unsafe fn widen_chunk(src: &[$t; CHUNK], simd: bool) -> [f32; CHUNK] {
-                // SAFETY: the caller's promise about `simd`, passed on.
-                unsafe { <$t as NarrowSlice>::widen_chunk(src, simd) }
+            unsafe fn widen_chunk(src: &[$t; CHUNK], isa: ChunkIsa) -> [f32; CHUNK] {
+                // SAFETY: the caller's promise about `isa`, passed on.
+                unsafe { <$t as NarrowSlice>::widen_chunk(src, isa) }
             }
             #[inline(always)]
-            unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [$t; CHUNK], simd: bool) {
-                // SAFETY: the caller's promise about `simd`, passed on.
-                unsafe { <$t as NarrowSlice>::narrow_chunk(src, dst, simd) }
+            unsafe fn narrow_chunk(src: [f32; CHUNK], dst: &mut [$t; CHUNK], isa: ChunkIsa) {
+                // SAFETY: the caller's promise about `isa`, passed on.
+                unsafe { <$t as NarrowSlice>::narrow_chunk(src, dst, isa) }
             }
         }
     )*};

@@ -13,7 +13,7 @@
 //! (`parallel.rs`).
 
 use super::arith::{Arith, BinaryOp, CompareOp};
-use super::narrow::CHUNK;
+use super::narrow::{CHUNK, ChunkIsa};
 use super::parallel::{Shared, for_elements};
 use super::plan::{DIMS, Plan};
 use super::sqrt;
@@ -32,14 +32,17 @@ const BLOCK: usize = 256;
 /// Where the values of `out = f(a, b)` come from and go to: an output of
 /// `O`, inputs of `T` in memory or one value (already in the compute type).
 pub(crate) trait Sink<R>: Copy + bytemuck::Zeroable {
+    /// Whether [`put_chunk`](Self::put_chunk) rounds to bfloat16 (and so
+    /// gains from [`ChunkIsa::Bf16x`]).
+    const BF16: bool = false;
     fn put(r: R) -> Self;
     /// A chunk of results stored, by value (see `Arith::narrow_chunk`).
     ///
     /// # Safety
-    /// `simd` only where `isa::avx2()` holds.
+    /// The CPU has what `isa` names.
     #[inline(always)]
-    unsafe fn put_chunk(src: [R; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
-        let _ = simd;
+    unsafe fn put_chunk(src: [R; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) {
+        let _ = isa;
         *dst = src.map(Self::put);
     }
     #[inline(always)]
@@ -65,21 +68,22 @@ impl<T: Copy + bytemuck::Zeroable> Sink<T> for T {
 }
 
 macro_rules! narrow_sink {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $bf16:literal),*) => {$(
         impl Sink<f32> for $t {
+            const BF16: bool = $bf16;
             #[inline(always)]
             fn put(r: f32) -> Self { <$t as Arith>::narrow(r) }
             #[inline(always)]
             fn put_slice(src: &[f32], dst: &mut [Self]) { <$t as Arith>::narrow_slice(src, dst) }
             #[inline(always)]
-            unsafe fn put_chunk(src: [f32; CHUNK], dst: &mut [Self; CHUNK], simd: bool) {
+            unsafe fn put_chunk(src: [f32; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) {
                 // SAFETY: the caller's promise, passed on.
-                unsafe { <$t as Arith>::narrow_chunk(src, dst, simd) }
+                unsafe { <$t as Arith>::narrow_chunk(src, dst, isa) }
             }
         }
     )*};
 }
-narrow_sink!(half::f16, half::bf16);
+narrow_sink!(half::f16 => false, half::bf16 => true);
 
 /// An input of the loops.
 #[derive(Clone, Copy)]
@@ -145,31 +149,42 @@ unsafe fn dense_chunks<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
 ) -> usize {
     // The conversions' instruction-set check, read once: a check inside the
     // loop kept each chunk's values on the stack for the other branch.
-    if super::isa::avx2() {
-        // SAFETY: the caller's promise; the CPU has AVX2 (checked).
-        unsafe { chunks_with::<T, R, O, true>(o, (pa, va), (pb, vb), len, f) }
-    } else {
-        // SAFETY: the caller's promise.
-        unsafe { chunks_with::<T, R, O, false>(o, (pa, va), (pb, vb), len, f) }
+    // AVX-512 BF16 only for bfloat16 results, whose rows run in the
+    // AVX-512 copy (`wide_row`), where its rounding inlines.
+    const BF16X: u8 = ChunkIsa::Bf16x as u8;
+    const AVX2: u8 = ChunkIsa::Avx2 as u8;
+    const PLAIN: u8 = ChunkIsa::Plain as u8;
+    // SAFETY (each arm): the caller's promise; the CPU has the level named
+    // (checked).
+    unsafe {
+        if O::BF16 && super::isa::avx512_bf16() {
+            chunks_with::<T, R, O, BF16X>(o, (pa, va), (pb, vb), len, f)
+        } else if super::isa::avx2() {
+            chunks_with::<T, R, O, AVX2>(o, (pa, va), (pb, vb), len, f)
+        } else {
+            chunks_with::<T, R, O, PLAIN>(o, (pa, va), (pb, vb), len, f)
+        }
     }
 }
 
-/// [`dense_chunks`] for one answer of the instruction-set check.
+/// [`dense_chunks`] for one answer of the instruction-set check (a
+/// [`ChunkIsa`] as `u8`).
 ///
 /// # Safety
-/// As for [`dense_chunks`]; `SIMD` only where `isa::avx2()` holds.
+/// As for [`dense_chunks`]; the CPU has what `ISA` names.
 #[inline(always)]
-unsafe fn chunks_with<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const SIMD: bool>(
+unsafe fn chunks_with<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const ISA: u8>(
     o: *mut O,
     (pa, va): (Option<*const T>, T::C),
     (pb, vb): (Option<*const T>, T::C),
     len: usize,
     f: &impl Fn(T::C, T::C) -> R,
 ) -> usize {
+    let isa = ChunkIsa::of(ISA);
     // SAFETY: chunks at i lie inside the caller's contiguous operands;
-    // SIMD as the caller promised.
+    // `isa` as the caller promised.
     let at = |p: Option<*const T>, v, i: usize| match p {
-        Some(p) => unsafe { T::widen_chunk(&*p.add(i).cast::<[T; CHUNK]>(), SIMD) },
+        Some(p) => unsafe { T::widen_chunk(&*p.add(i).cast::<[T; CHUNK]>(), isa) },
         None => [v; CHUNK],
     };
     let mut i = 0;
@@ -182,7 +197,7 @@ unsafe fn chunks_with<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>, const 
             *r = f(x, y);
         }
         // SAFETY: as above, for the output.
-        unsafe { O::put_chunk(r, &mut *o.add(i).cast::<[O; CHUNK]>(), SIMD) };
+        unsafe { O::put_chunk(r, &mut *o.add(i).cast::<[O; CHUNK]>(), isa) };
         i += CHUNK;
     }
     i
