@@ -33,20 +33,18 @@
 
 use crate::Tensor;
 
-/// `out = sqrt(src)` when both are dense float16, float32 or float64 and
-/// the CPU has AVX-512; false (nothing written) otherwise. `src` is
-/// walkable, `out` writable and either `src` or apart from it. bfloat16
-/// keeps the elementwise chunk loop (`vsqrtps`, rounded from registers):
-/// through [`through_f32`](super::narrow::through_f32)'s blocks it ran
-/// 1.2x torch's at 10^7 on Sapphire Rapids, the chunk loop 0.83x.
+/// `out = sqrt(src)` when both are dense float32 or float64 and the CPU has
+/// AVX-512; false (nothing written) otherwise. `src` is walkable, `out`
+/// writable and either `src` or apart from it. float16 and bfloat16 keep
+/// the elementwise chunk loop (`vsqrtps`, rounded from registers; two
+/// roundings give the once-rounded root, float32 having at least `2p + 2`
+/// bits): through [`through_f32`](super::narrow::through_f32)'s blocks and
+/// this kernel they ran 1.1-1.2x torch's at 10^5 (float16) and 10^7
+/// (bfloat16) on Sapphire Rapids, the chunk loop 0.8-1.0x.
 pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() && out.is_contiguous() && src.is_contiguous() {
-        use super::narrow::through_f32;
         use super::vmath::split_dense;
-        // SAFETY (each use): the CPU has AVX-512 (checked); one buffer, in place.
-        let block =
-            |w: &mut [f32]| unsafe { avx512::sqrt_f32(w.as_ptr(), w.as_mut_ptr(), w.len()) };
         match src.dtype() {
             crate::DType::F32 => split_dense(out, src, |s, d, n| {
                 // SAFETY: the CPU has AVX-512 (checked); split_dense hands n
@@ -56,13 +54,6 @@ pub(crate) fn dense(out: &Tensor, src: &Tensor) -> bool {
             crate::DType::F64 => split_dense(out, src, |s, d, n| {
                 // SAFETY: as for float32.
                 unsafe { avx512::sqrt_f64(s, d, n) }
-            }),
-            // Through float32 blocks: the bits of rounding `f32::sqrt` (two
-            // roundings give the once-rounded root when the wide format has
-            // at least `2p + 2` bits, 24 for float16's 11).
-            crate::DType::F16 => split_dense(out, src, |s, d, n| {
-                // SAFETY: as for float32, and so for each block.
-                unsafe { through_f32::<half::f16>(s, d, n, block) }
             }),
             _ => return false,
         }
