@@ -112,7 +112,11 @@ def test_nvrtc_is_found_and_recent():
 
 @needs_nvrtc
 def test_every_kernel_compiles_for_sm75_sm80_sm90():
-    archs = ["sm_75", "sm_80", "sm_90"]
+    """Every kernel file compiles for each architecture. Under ASan for
+    sm_90 alone: the same path through dlbridge's code, where NVRTC's three
+    compiles took 3.6 minutes of the run (one takes 2; the plain run
+    compiles all three)."""
+    archs = ["sm_90"] if os.environ.get("DLBRIDGE_ASAN_RUNTIME") else ["sm_75", "sm_80", "sm_90"]
     with ThreadPoolExecutor(len(archs)) as pool:  # NVRTC runs without the GIL
         results = dict(zip(archs, pool.map(db.cuda.compile_kernels, archs)))
     for arch, sizes in results.items():
