@@ -18,7 +18,7 @@ pub trait Arith: Element + PartialEq {
     const WIDE: bool = false;
     fn widen(self) -> Self::C;
     fn narrow(c: Self::C) -> Self;
-    /// `dst[i] = src[i].widen()` (`narrow.rs`'s vectorized conversions for the narrow floats).
+    /// `dst[i] = src[i].widen()` (`narrow/`'s vectorized conversions for the narrow floats).
     #[inline(always)]
     fn widen_slice(src: &[Self], dst: &mut [Self::C]) {
         dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s.widen());

@@ -1,6 +1,6 @@
 //! Contiguous casts between the common dtypes (float16, bfloat16, float32,
 //! float64, int32, int64) as plain loops the compiler vectorises (for AVX2
-//! where the CPU has it: `isa.rs`), `narrow.rs`'s conversions for the
+//! where the CPU has it: `isa.rs`), `narrow/`'s conversions for the
 //! narrow floats (F16C where the CPU has it) and `round_once.rs`'s roundings
 //! to them, split across threads when large. Each gives exactly what
 //! `Element::cast` gives (the generic path through `Scalar`): floats to

@@ -8,7 +8,7 @@
 //! the outer dimensions are walked with a counter and each row runs a loop
 //! over slices the compiler vectorizes when its operands are contiguous (or
 //! one of them is a single value), else a strided loop. float16 and bfloat16
-//! are converted a block at a time to float32 (`narrow.rs`),
+//! are converted a block at a time to float32 (`narrow/`),
 //! computed there and rounded once. Large loops split across threads
 //! (`parallel.rs`).
 

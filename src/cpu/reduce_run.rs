@@ -6,7 +6,7 @@
 //! nearly torch's cost); integers and bools sum in wrapping int64, complex
 //! numbers in complex128 lanes over leaves of [`LEAF`] added pairwise.
 //! float16 and bfloat16 are widened to float32 in the loop (F16C where the
-//! CPU has it: `narrow.rs`).
+//! CPU has it: `narrow/`).
 
 use super::arith::Arith;
 use super::extreme::{
