@@ -50,6 +50,8 @@ impl ChunkIsa {
     }
 
     /// Whether AVX2 and F16C may run.
+    // Read only by the x86-64 paths, which Miri and other CPUs do not build.
+    #[cfg_attr(any(miri, not(target_arch = "x86_64")), allow(dead_code))]
     #[inline(always)]
     fn simd(self) -> bool {
         self != ChunkIsa::Plain
