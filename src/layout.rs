@@ -61,7 +61,8 @@ pub fn contiguous_strides(shape: &[usize], itemsize: usize) -> Vec<isize> {
     let mut acc = itemsize as isize;
     for (s, &n) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
-        acc *= n.max(1) as isize;
+        // Saturating: only a shape too large to allocate passes isize.
+        acc = acc.saturating_mul(n.max(1) as isize);
     }
     strides
 }

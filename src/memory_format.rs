@@ -149,7 +149,9 @@ fn strides_in_order(shape: &[usize], operands: &[&[isize]], size: usize) -> Vec<
     let mut next = size as isize;
     for &d in &perm {
         strides[d] = next;
-        next *= shape[d].max(1) as isize;
+        // Saturating: an output too large to exist is refused after its
+        // layout (`Tensor::alloc_as`, TooLarge), not by an overflow panic.
+        next = next.saturating_mul(shape[d].max(1) as isize);
     }
     strides
 }
@@ -174,6 +176,17 @@ mod tests {
         assert_eq!(sliced.like(4, 4).strides, vec![4, 16]);
         let out = Layout::for_elementwise(&[4, 3], &[(&sliced, 4)], false, 1);
         assert_eq!(out.strides, vec![1, 4]);
+    }
+
+    #[test]
+    fn an_output_too_large_to_exist_gets_a_layout_not_a_panic() {
+        let e = layout(&[2, 1 << 61], &[0, 0], 8); // zeros(1, 1).expand(2, 2**61)
+        let out = Layout::for_elementwise(&[2, 1 << 61], &[(&e, 8), (&e, 8)], true, 8);
+        assert_eq!(out.shape, vec![2, 1 << 61]);
+        let t = crate::Tensor::zeros(&[1, 1], crate::DType::F64, crate::Device::CPU).unwrap();
+        let big = t.broadcast_to(&[2, 1 << 61]).unwrap();
+        let err = crate::ops::binary((&big).into(), 1.0.into(), crate::BinaryOp::Add).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::TooLarge, "{err}");
     }
 
     #[test]
