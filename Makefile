@@ -12,7 +12,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP  := $(VENV)/.installed-dev
 STAMP      := $(DEV_STAMP)
 
-.PHONY: help demo build-debuginfo example-pyo3 test check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
+.PHONY: help demo build-debuginfo example-pyo3 test bench-quick check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
 $(VENV)/bin/python:
 	@echo "==> creating the virtualenv $(VENV)"
@@ -44,12 +44,21 @@ demo: build
 	$(PY) python/demo.py
 
 ## test: every test: Rust tests, Miri, bounded fuzz runs, pytest, pytest under ASan
-# (pytest runs against real NumPy, PyTorch and JAX), then a quick benchmark run
-test: $(DEV_STAMP) build test-rust test-miri fuzz test-python test-asan
+# (pytest runs against real NumPy, PyTorch and JAX), then a quick benchmark run.
+# Miri and the fuzz runs (one core each) go on beside the rest: tests/lanes.sh.
+test: $(DEV_STAMP) tools
+	MAKE="$(MAKE)" tests/lanes.sh build test-rust test-python test-asan bench-quick
+
+## bench-quick: the exchange benchmark's quick run (that it runs, not its figures)
+bench-quick: $(DEV_STAMP)
 	$(PY) bench/bench_core.py --quick > /dev/null
 
 ## check: the fast subset of `make test`: build, cargo test, pytest (no Miri, fuzz or ASan)
 check: $(DEV_STAMP) build test-rust test-python
+
+# pytest's worker processes (pytest-xdist), a test file per worker at a time:
+# most tests use one core. `make test-python PYTEST_XDIST=` runs in one process.
+PYTEST_XDIST ?= -n auto --maxprocesses 4 --dist loadfile
 
 TOOLS_STAMP := target/.tools-installed-2
 FUZZ_SECONDS ?= 120
@@ -102,12 +111,12 @@ example-pyo3: $(DEMO_STAMP)
 
 ## test-python: pytest on tests/python (the C ABI suite and the pyo3 example included)
 test-python: $(DEV_STAMP) build example-pyo3
-	$(PY) -m pytest tests/python -q -ra
+	$(PY) -m pytest tests/python -q -ra $(PYTEST_XDIST)
 
 ## test-asan: the Python suite against an AddressSanitizer build of the extension
 # (nightly -Zsanitizer=address; see tests/asan/python_suite.sh)
 test-asan: tools $(STAMP)
-	PY=$(PY) tests/asan/python_suite.sh -q -ra
+	PY=$(PY) tests/asan/python_suite.sh -q -ra $(PYTEST_XDIST)
 
 ## bench: the speed and memory report (see bench/README.md), and its pictures in docs/img/
 bench: $(DEV_STAMP) build bench-capi

@@ -84,9 +84,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # runtime preloaded (for the instrumented extension). The tools the suite
 # spawns (gcc, cargo, valgrind, the C suite with its own ASan) must not
 # inherit it; Python children that import dlbridge get it back in run_python().
+# (Dropped in pytest_configure, once this process is known not to be
+# pytest-xdist's controller, whose workers need the runtime too.)
 ASAN_RUNTIME = os.environ.get("DLBRIDGE_ASAN_RUNTIME")
-if ASAN_RUNTIME:
-    os.environ.pop("LD_PRELOAD", None)
 
 
 # The terminal's stderr, kept by pytest_configure (when pytest's capture is
@@ -98,6 +98,9 @@ TERMINAL_FD = 2
 def pytest_configure(config):
     global TERMINAL_FD
     TERMINAL_FD = os.dup(2)
+    xdist_controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+    if ASAN_RUNTIME and not xdist_controller:
+        os.environ.pop("LD_PRELOAD", None)
 
 
 def python_env(env=None):

@@ -98,14 +98,13 @@ def test_random_capsules_import_or_fail_cleanly_and_delete_once():
     assert outcomes["imported"] > 2500 and outcomes["refused"] > 2500, outcomes
 
 
-def test_unconsumed_random_capsules_are_released_by_their_destructor():
-    # A capsule nobody consumes: dlbridge's own exports free on destruction.
-    start = db._core.live_storages()
+def test_unconsumed_random_capsules_are_released_by_their_destructor(no_leak):
+    # A capsule nobody consumes: dlbridge's own exports free on destruction
+    # (no_leak collects earlier tests' garbage first, then counts).
     for _ in range(1000):
         c = db.arange(4.0).__dlpack__(max_version=(1, 0))
         del c
-    gc.collect()
-    assert db._core.live_storages() == start
+    assert db._core.live_storages() == no_leak
 
 
 # ----- threads -------------------------------------------------------------------------------
