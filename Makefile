@@ -56,7 +56,7 @@ demo: build
 ## test: every test: Rust tests, Miri, bounded fuzz runs, pytest, pytest under ASan
 # (pytest runs against real NumPy, PyTorch and JAX), then a quick benchmark run.
 # Miri and the fuzz runs (one core each) go on beside the rest: tests/lanes.sh.
-test: $(DEV_STAMP) tools
+test: $(DEV_STAMP) $(NIGHTLY_STAMP)
 	MAKE="$(MAKE)" tests/lanes.sh build test-rust test-python test-asan bench-quick
 
 ## bench-quick: the exchange benchmark's quick run (that it runs, not its figures)
@@ -70,19 +70,24 @@ check: $(DEV_STAMP) build test-rust test-python
 # most tests use one core. `make test-python PYTEST_XDIST=` runs in one process.
 PYTEST_XDIST ?= -n auto --maxprocesses 4 --dist loadfile
 
-TOOLS_STAMP := target/.tools-installed-2
+NIGHTLY_STAMP    := target/.nightly-installed-2
+CARGO_FUZZ_STAMP := target/.cargo-fuzz-installed-2
 FUZZ_SECONDS ?= 120
 
 ## tools: install the nightly toolchain with Miri and clippy, and cargo-fuzz
-# (for test-miri, fuzz, test-asan and the fuzz crate's lint)
-tools: $(TOOLS_STAMP)
-$(TOOLS_STAMP):
+# (for test-miri, fuzz, test-asan and the fuzz crate's lint). cargo-fuzz is
+# built from source (minutes): only the fuzz runs wait for it, so under
+# `make test` it builds in the side lane.
+tools: $(NIGHTLY_STAMP) $(CARGO_FUZZ_STAMP)
+$(NIGHTLY_STAMP):
 	rustup toolchain install nightly --profile minimal --component miri,rust-src,clippy
+	mkdir -p target && touch $@
+$(CARGO_FUZZ_STAMP): $(NIGHTLY_STAMP)
 	cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-	mkdir -p target && touch $(TOOLS_STAMP)
+	mkdir -p target && touch $@
 
 ## test-miri: the core's unit tests (no Python, no CUDA) under Miri, bounded in time
-test-miri: tools
+test-miri: $(NIGHTLY_STAMP)
 	MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-permissive-provenance" \
 	  timeout 1200 cargo +nightly miri test --no-default-features --lib
 
@@ -99,7 +104,7 @@ FUZZ_ENV = PYO3_PYTHON=$(abspath $(PY)) \
 # checked-in corpus. LeakSanitizer is off for `capsule` (it cannot tell
 # dlbridge's leaks from Python's start-up allocations); that target checks
 # dlbridge's live storages.
-fuzz: tools $(STAMP)
+fuzz: $(CARGO_FUZZ_STAMP) $(STAMP)
 	rm -rf target/fuzz-new && mkdir -p target/fuzz-new/import target/fuzz-new/capsule
 	cd fuzz && $(FUZZ_ENV) cargo +nightly fuzz run import ../target/fuzz-new/import corpus/import -- \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
@@ -125,7 +130,7 @@ test-python: $(DEV_STAMP) build example-pyo3
 
 ## test-asan: the Python suite against an AddressSanitizer build of the extension
 # (nightly -Zsanitizer=address; see tests/asan/python_suite.sh)
-test-asan: tools $(STAMP)
+test-asan: $(NIGHTLY_STAMP) $(STAMP)
 	PY=$(PY) tests/asan/python_suite.sh -q -ra $(PYTEST_XDIST)
 
 ## bench: the speed and memory report (see bench/README.md), and its pictures in docs/img/
@@ -146,7 +151,7 @@ bench-capi:
 	target/cbench/bench_capi
 
 ## lint: cargo fmt --check and clippy for every feature set (and the fuzz crate)
-lint: tools $(STAMP)
+lint: $(NIGHTLY_STAMP) $(STAMP)
 	cargo fmt --all -- --check
 	cd fuzz && cargo fmt -- --check && $(FUZZ_ENV) cargo +nightly clippy --bins -- -D warnings
 	cargo clippy --workspace --all-targets -- -D warnings
