@@ -11,6 +11,10 @@ PY     := $(VENV)/bin/python
 DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP  := $(VENV)/.installed-dev
 STAMP      := $(DEV_STAMP)
+# The tools' stamps (`make tools`), here since rules' prerequisites expand as
+# they are read.
+NIGHTLY_STAMP    := target/.nightly-installed-2
+CARGO_FUZZ_STAMP := target/.cargo-fuzz-installed-2
 
 .PHONY: help demo build-debuginfo example-pyo3 test bench-quick check test-rust test-python test-asan test-miri fuzz tools bench bench-capi lint build clean
 
@@ -70,8 +74,6 @@ check: $(DEV_STAMP) build test-rust test-python
 # most tests use one core. `make test-python PYTEST_XDIST=` runs in one process.
 PYTEST_XDIST ?= -n auto --maxprocesses 4 --dist loadfile
 
-NIGHTLY_STAMP    := target/.nightly-installed-2
-CARGO_FUZZ_STAMP := target/.cargo-fuzz-installed-2
 FUZZ_SECONDS ?= 120
 
 ## tools: install the nightly toolchain with Miri and clippy, and cargo-fuzz
