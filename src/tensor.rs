@@ -394,6 +394,13 @@ impl Tensor {
         self.device() == other.device() && a.0 < b.1 && b.0 < a.1
     }
 
+    /// The same elements: one storage, layout and dtype.
+    fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+            && self.dtype == other.dtype
+            && self.layout == other.layout
+    }
+
     fn byte_range(&self) -> (usize, usize) {
         let (lo, hi) = self.layout.byte_extent(self.dtype.size());
         let base = self.data_ptr() as isize;
@@ -471,17 +478,13 @@ impl Tensor {
         if to == from && to.is_storage_only() {
             return backend::of(self.device()).copy(&self.as_bits(), &src.as_bits());
         }
-        if to != from && (to.is_storage_only() || from.is_storage_only()) {
-            if to == DType::F4E2M1FNX2 || from == DType::F4E2M1FNX2 {
-                bail!(
-                    NotImplemented,
-                    "\"copy_kernel\" not implemented for 'Float4_e2m1fn_x2'"
-                );
-            }
-            if !self.device().is_cpu() {
-                let cast = src.to_device(Device::CPU)?.to_dtype(to)?;
-                return self.copy_from_same_device(&cast.to_device(self.device())?);
-            }
+        // The packed float4 pairs convert to nothing (as in PyTorch); the
+        // other storage-only formats convert where their backend can.
+        if to != from && (to == DType::F4E2M1FNX2 || from == DType::F4E2M1FNX2) {
+            bail!(
+                NotImplemented,
+                "\"copy_kernel\" not implemented for 'Float4_e2m1fn_x2'"
+            );
         }
         backend::of(self.device()).copy(self, src)
     }
@@ -616,6 +619,10 @@ impl Tensor {
             );
         }
         self.ensure_writable()?;
+        if self.is_same(src) {
+            // Each element onto itself, as torch's `copy_` skips it.
+            return Ok(());
+        }
         let src = if src.device() != self.device() {
             if src.dtype == self.dtype && src.shape() == self.shape() && self.is_contiguous() {
                 // Straight into this memory, as torch's copy_: no temporary.

@@ -112,10 +112,9 @@ pub fn index_put(view: &Tensor, indices: &[AdvancedIndex], value: &Tensor) -> Re
         }
         i += 1;
     });
-    if !view.device().is_cpu() {
-        view.copy_(&host.to_device(view.device())?)?;
-    }
-    Ok(())
+    // Back to the view's device; on the host `host` is `view` itself, and
+    // `copy_` skips a tensor copied onto itself.
+    view.copy_(&host)
 }
 
 /// The integer positions of a mask's true elements, one list per dimension.
