@@ -58,24 +58,26 @@ impl Promotion {
 }
 
 /// Every binary op, one row each:
-/// `Variant, "name", Arith method, promotion, generated Python/C entries;`.
+/// `Variant, "name", Arith method, promotion, generated Python/C entries[, in-place method];`.
 /// The name is PyTorch's and the CUDA kernels' stem (`dlb_{name}_contig_f32`
 /// in `kernels/elementwise.cu`); the method of `cpu::arith::Arith` is the
 /// scalar function every CPU loop is monomorphized over. `generated`: the
 /// Python method `t.name(other)`, the function `dlbridge.name(a, b)` and the
 /// C entry come from the row (the older rows have hand-written operators).
+/// The in-place method (`add_`), where PyTorch has one: Rust's
+/// [`Tensor`](crate::Tensor) method of that name comes from the row.
 /// Call it with a macro that takes the rows (`binary_ops!(my_macro)`).
 #[macro_export]
 macro_rules! binary_ops {
     ($m:ident) => {
         $m! {
-            Add, "add", add, ResultType, false;
-            Sub, "sub", sub, ResultType, false;
-            Mul, "mul", mul, ResultType, false;
-            Div, "div", div, IntToFloat, false;
+            Add, "add", add, ResultType, false, add_;
+            Sub, "sub", sub, ResultType, false, sub_;
+            Mul, "mul", mul, ResultType, false, mul_;
+            Div, "div", div, IntToFloat, false, div_;
             /// `x ** y`: integers by repeated multiplication (wrapping; a negative
             /// exponent gives 0 unless the base is 1 or -1), floats with `pow`.
-            Pow, "pow", pow, ResultType, false;
+            Pow, "pow", pow, ResultType, false, pow_;
             /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
             Minimum, "minimum", minimum, ResultType, true;
             /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
@@ -85,8 +87,8 @@ macro_rules! binary_ops {
 }
 
 /// Every unary op, one row each, as [`binary_ops!`]:
-/// `Variant, "name", Arith method, promotion, generated;` (generated: `t.name()`,
-/// `t.name_()` and `dlbridge.name(t)` come from the row).
+/// `Variant, "name", Arith method, promotion, generated[, in-place method];`
+/// (generated: `t.name()`, `t.name_()` and `dlbridge.name(t)` come from the row).
 #[macro_export]
 macro_rules! unary_ops {
     ($m:ident) => {
@@ -97,18 +99,18 @@ macro_rules! unary_ops {
             /// number, of the output's real dtype) for complex.
             Abs, "abs", abs, ResultType, false;
             /// `e^x`; integers and bools compute in the default float dtype.
-            Exp, "exp", exp, IntToFloat, true;
+            Exp, "exp", exp, IntToFloat, true, exp_;
             /// `√x` (NaN below 0, -0 for -0); integers and bools compute in the default float dtype.
-            Sqrt, "sqrt", sqrt, IntToFloat, true;
+            Sqrt, "sqrt", sqrt, IntToFloat, true, sqrt_;
             /// `ln x` (NaN below 0, -inf at 0); integers and bools compute in the default float dtype.
-            Log, "log", log, IntToFloat, true;
+            Log, "log", log, IntToFloat, true, log_;
         }
     };
 }
 
 /// The enum, names and promotion rules of an op table.
 macro_rules! op_enum {
-    ($(#[$doc:meta])* $Enum:ident; $($(#[$vdoc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+    ($(#[$doc:meta])* $Enum:ident; $($(#[$vdoc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         $(#[$doc])*
         #[derive(Copy, Clone, Debug, PartialEq, Eq)]
         pub enum $Enum {

@@ -547,7 +547,7 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
 }
 
 macro_rules! binary_dispatch {
-    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// `out = a op b` in `out`'s dtype (see [`map_into`]); `in_place`:
         /// `a` is `out` itself.
         fn binary_typed<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
@@ -592,7 +592,7 @@ pub(crate) fn compare(out: &Tensor, a: Arg, b: Arg, dtype: DType, op: CompareOp)
 }
 
 macro_rules! unary_dispatch {
-    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// `out = op(src)` in `out`'s dtype; `in_place`: `src` is `out`.
         fn unary_typed<T: Arith + Sink<T::C>>(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
             let zero = Arg::Number(Scalar::Int(0));

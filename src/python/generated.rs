@@ -51,7 +51,7 @@ macro_rules! register {
 }
 
 macro_rules! functions {
-    ($kind:ident; $($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:tt;)*) => {
+    ($kind:ident; $($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:tt $(, $ip:ident)?;)*) => {
         $(function!($gen, $kind, $V, $name, $f);)*
 
         /// Adds this table's generated functions to the module.

@@ -4,7 +4,8 @@
 //! (PyTorch's promotion, broadcasting, errors) are the same everywhere.
 //! The elementwise ones are generated from the op tables of
 //! [`crate::backend`] ([`binary_ops!`](crate::binary_ops),
-//! [`unary_ops!`](crate::unary_ops)): a new row is a new method.
+//! [`unary_ops!`](crate::unary_ops)): a new row is a new method, and its
+//! in-place column (`exp_`) the in-place one.
 
 use crate::ops::{self, Operand};
 use crate::{BinaryOp, CompareOp, DType, Result, Tensor, UnaryOp};
@@ -20,7 +21,7 @@ fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
 }
 
 macro_rules! binary_methods {
-    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// The binary ops of [`binary_ops!`](crate::binary_ops), one method
         /// per row: the other operand is a `&Tensor` or a number (`f64`,
         /// `i64`, `bool`, [`Scalar`](crate::Scalar), ...).
@@ -40,13 +41,29 @@ macro_rules! binary_methods {
             pub fn $f<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
                 ops::binary(Operand::Tensor(self), other.into(), BinaryOp::$V)
             }
+        $(
+            #[doc = concat!("`self.", stringify!($ip), "(other)`: `", $name,
+                "` written into this tensor's memory (refused where the result dtype cannot be cast back, or the memory is read-only).")]
+            ///
+            /// ```
+            /// use dlbridge::Tensor;
+            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            /// let shared = a.clone(); // the same memory
+            #[doc = concat!("a.", stringify!($ip), "(2.0)?;")]
+            /// assert_ne!(shared.to_vec::<f32>()?, vec![1.0, 4.0]); // the clone sees the write
+            /// # Ok::<(), dlbridge::Error>(())
+            /// ```
+            pub fn $ip<'a>(&self, other: impl Into<Operand<'a>>) -> Result<()> {
+                ops::binary_(self, other.into(), BinaryOp::$V)
+            }
+        )?
         )*}
     };
 }
 crate::binary_ops!(binary_methods);
 
 macro_rules! unary_methods {
-    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal;)*) => {
+    ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// The unary ops of [`unary_ops!`](crate::unary_ops), one method per row.
         impl Tensor {$(
             #[doc = concat!("`", $name, "(self)` as a new tensor.")]
@@ -63,58 +80,24 @@ macro_rules! unary_methods {
             pub fn $f(&self) -> Result<Tensor> {
                 unary(self, UnaryOp::$V)
             }
+        $(
+            #[doc = concat!("`self.", stringify!($ip), "()`: `", $name, "` written into this tensor's memory.")]
+            ///
+            /// ```
+            /// use dlbridge::Tensor;
+            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("a.", stringify!($ip), "()?;")]
+            /// assert_ne!(a.to_vec::<f32>()?, vec![1.0, 4.0]);
+            /// # Ok::<(), dlbridge::Error>(())
+            /// ```
+            pub fn $ip(&self) -> Result<()> {
+                ops::unary_(self, UnaryOp::$V)
+            }
+        )?
         )*}
     };
 }
 crate::unary_ops!(unary_methods);
-
-/// In-place methods, named as PyTorch's (`add_`): Rust macros cannot make
-/// the names from the table's, so they are listed; a test checks the list
-/// covers every binary row PyTorch has an in-place method for, and every
-/// generated unary row.
-macro_rules! in_place {
-    (binary: $($b:ident => $BV:ident),*; unary: $($u:ident => $UV:ident),*) => {
-        impl Tensor {
-            $(
-                #[doc = concat!("`self.", stringify!($b), "(other)`: `", stringify!($BV),
-                    "` written into this tensor's memory (refused where the result dtype cannot be cast back, or the memory is read-only).")]
-                ///
-                /// ```
-                /// use dlbridge::Tensor;
-                /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
-                /// let shared = a.clone(); // the same memory
-                #[doc = concat!("a.", stringify!($b), "(2.0)?;")]
-                /// assert_ne!(shared.to_vec::<f32>()?, vec![1.0, 4.0]); // the clone sees the write
-                /// # Ok::<(), dlbridge::Error>(())
-                /// ```
-                pub fn $b<'a>(&self, other: impl Into<Operand<'a>>) -> Result<()> {
-                    ops::binary_(self, other.into(), BinaryOp::$BV)
-                }
-            )*
-            $(
-                #[doc = concat!("`self.", stringify!($u), "()`: `", stringify!($UV),
-                    "` written into this tensor's memory.")]
-                ///
-                /// ```
-                /// use dlbridge::Tensor;
-                /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
-                #[doc = concat!("a.", stringify!($u), "()?;")]
-                /// assert_ne!(a.to_vec::<f32>()?, vec![1.0, 4.0]);
-                /// # Ok::<(), dlbridge::Error>(())
-                /// ```
-                pub fn $u(&self) -> Result<()> {
-                    ops::unary_(self, UnaryOp::$UV)
-                }
-            )*
-        }
-        #[cfg(test)]
-        const IN_PLACE: (&[BinaryOp], &[UnaryOp]) = (&[$(BinaryOp::$BV),*], &[$(UnaryOp::$UV),*]);
-    };
-}
-in_place!(
-    binary: add_ => Add, sub_ => Sub, mul_ => Mul, div_ => Div, pow_ => Pow;
-    unary: exp_ => Exp, sqrt_ => Sqrt, log_ => Log
-);
 
 macro_rules! compare_methods {
     ($($f:ident => $V:ident),*) => {
@@ -248,17 +231,6 @@ impl Tensor {
 mod tests {
     use super::*;
     use crate::{Device, ErrorKind};
-
-    #[test]
-    fn in_place_methods_cover_the_tables() {
-        let binary: Vec<_> = BinaryOp::ALL
-            .iter()
-            .filter(|op| !matches!(op, BinaryOp::Minimum | BinaryOp::Maximum))
-            .collect();
-        assert_eq!(binary, IN_PLACE.0.iter().collect::<Vec<_>>());
-        let unary: Vec<_> = UnaryOp::ALL.iter().filter(|op| op.generated()).collect();
-        assert_eq!(unary, IN_PLACE.1.iter().collect::<Vec<_>>());
-    }
 
     #[test]
     fn methods_compute_as_the_ops_do() {
