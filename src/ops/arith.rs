@@ -1,7 +1,7 @@
 //! Elementwise arithmetic and comparisons with PyTorch's promotion,
 //! broadcasting and in-place rules.
 
-use super::{Operand, check_computable, device_of, lift_cpu_scalar, result_type};
+use super::{Operand, blocks, check_computable, device_of, lift_cpu_scalar, result_type};
 use crate::backend::{self, BinaryOp, CompareOp, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
 use crate::{Category, DType, Result, Scalar, Tensor, bail};
@@ -362,17 +362,49 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
         value: value.rounded_to(dtype),
         left,
     };
-    elementwise(a, b, dtype, number, |lhs, rhs, shape| {
-        let out = Tensor::empty_for_elementwise(
-            &shape,
-            &operands(lhs, &rhs),
-            is_number(&rhs),
-            DType::Bool,
-            device,
-        )?;
-        backend::of(device).compare(&out, lhs, rhs, op)?;
-        Ok(out)
-    })
+    let tensors: SmallVec<[&Tensor; 2]> = [a, b]
+        .into_iter()
+        .filter_map(|o| match o {
+            Operand::Tensor(t) => Some(t),
+            Operand::Scalar(_) => None,
+        })
+        .collect();
+    if tensors.iter().all(|t| t.dtype() == dtype) {
+        return elementwise(a, b, dtype, number, |lhs, rhs, shape| {
+            let out = Tensor::empty_for_elementwise(
+                &shape,
+                &operands(lhs, &rhs),
+                is_number(&rhs),
+                DType::Bool,
+                device,
+            )?;
+            backend::of(device).compare(&out, lhs, rhs, op)?;
+            Ok(out)
+        });
+    }
+    // An operand to cast: a block of the output at a time, so the cast
+    // copies stay no larger than the bool output (or a few KiB).
+    let shape = match tensors[..] {
+        [x, y] => broadcast_shapes(x.shape(), y.shape())?,
+        _ => tensors[0].shape().to_vec(),
+    };
+    let out =
+        Tensor::empty_for_elementwise(&shape, &tensors, tensors.len() == 1, DType::Bool, device)?;
+    let len = blocks::block_len(out.numel(), 1, dtype.size());
+    for sel in blocks::blocks(&shape, len) {
+        let part = out.index(&sel)?;
+        let view = |o: Operand| match o {
+            Operand::Tensor(t) => blocks::block_of(t, &shape, &sel).map(Some),
+            Operand::Scalar(_) => Ok(None),
+        };
+        let (va, vb) = (view(a)?, view(b)?);
+        let pa = va.as_ref().map_or(a, Operand::Tensor);
+        let pb = vb.as_ref().map_or(b, Operand::Tensor);
+        elementwise(pa, pb, dtype, number, |lhs, rhs, _| {
+            backend::of(device).compare(&part, lhs, rhs, op)
+        })?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

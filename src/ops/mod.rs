@@ -5,6 +5,7 @@
 //!
 //! - `mod.rs`: operands, `result_type`, where an op runs;
 //! - `arith.rs`: arithmetic, powers, comparisons, `neg`, `abs`;
+//! - `blocks.rs`: ops whose operands are cast a block of the output at a time;
 //! - `reduce.rs`: `sum`, `mean`, `max`, `min`, `amax`, `amin`;
 //! - `range.rs`: `arange`, `eye`;
 //! - `derived.rs`: `all`, `any`, `argmax`, `argmin`, `conj_physical`, from the ops above;
@@ -25,6 +26,7 @@
 //! ```
 
 mod arith;
+mod blocks;
 mod derived;
 mod index;
 mod range;

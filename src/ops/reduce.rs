@@ -1,10 +1,11 @@
 //! Reductions with PyTorch's rules: which dimensions, `keepdim`, the
 //! output dtype, and the errors for empty or complex input.
 
-use super::check_computable;
-use crate::backend::{self, ReduceOp};
+use super::{blocks, check_computable};
+use crate::backend::{self, BinaryOp, ReduceOp};
+use crate::layout::Selection;
 use crate::views::wrap_dim;
-use crate::{Category, DType, Result, Tensor, bail};
+use crate::{Category, DType, Result, Scalar, Tensor, bail, ops};
 
 /// `max(dim)` and `min(dim)`: the values and the first position of each.
 #[derive(Clone, Debug)]
@@ -69,17 +70,117 @@ fn run(
         .then(|| Tensor::empty(&shape, DType::I64, a.device()))
         .transpose()?;
     backend::of(a.device()).reduce(a, dims, op, &out, indices.as_ref())?;
+    Ok((
+        drop_dims(a, dims, keepdim, out)?,
+        indices
+            .map(|i| drop_dims(a, dims, keepdim, i))
+            .transpose()?,
+    ))
+}
+
+/// A reduction's output (`dims` of `a` kept as 1) without those dimensions,
+/// unless `keepdim`.
+fn drop_dims(a: &Tensor, dims: &[usize], keepdim: bool, out: Tensor) -> Result<Tensor> {
     if keepdim {
-        return Ok((out, indices));
+        return Ok(out);
     }
     let kept: Vec<i64> = (0..a.ndim())
         .filter(|d| !dims.contains(d))
         .map(|d| a.shape()[d] as i64)
         .collect();
-    Ok((
-        out.view(&kept)?,
-        indices.map(|i| i.view(&kept)).transpose()?,
-    ))
+    out.view(&kept)
+}
+
+/// [`run`] (a sum or a mean) of `a` cast to `dt`, the cast made a block at a
+/// time (`blocks.rs`), so no copy of the whole input is made. Outputs whose
+/// inputs fit in a block go a block of outputs at a time, each computed as
+/// from the whole cast; an output with more inputs sums its blocks'
+/// partial sums pairwise (in float32 for float16 and bfloat16), then
+/// divides for a mean.
+fn run_cast(
+    a: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+    op: ReduceOp,
+    dt: DType,
+    out_dtype: DType,
+) -> Result<Tensor> {
+    if dt == a.dtype() || a.numel() == 0 {
+        return Ok(run(&a.to_dtype(dt)?, dims, keepdim, op, out_dtype, false)?.0);
+    }
+    check_computable("sum", dt, a.device())?;
+    let mut shape = a.shape().to_vec();
+    dims.iter().for_each(|&d| shape[d] = 1);
+    let out = Tensor::empty(&shape, out_dtype, a.device())?;
+    let reduced: usize = dims.iter().map(|&d| a.shape()[d]).product();
+    // A reduction's output is smaller than any useful block: the
+    // temporaries are at most a block.
+    let len = blocks::MAX_BLOCK;
+    let whole = Selection::Range {
+        start: None,
+        stop: None,
+        step: 1,
+    };
+    if reduced <= len {
+        for sel in blocks::blocks(&shape, len / reduced) {
+            let inputs: Vec<Selection> = (0..sel.len())
+                .map(|d| if dims.contains(&d) { whole } else { sel[d] })
+                .collect();
+            let part = a.index(&inputs)?.to_dtype(dt)?;
+            out.index(&sel)?
+                .copy_(&run(&part, dims, true, op, out_dtype, false)?.0)?;
+        }
+        return drop_dims(a, dims, keepdim, out);
+    }
+    // The kept dimensions first: each block then lies within one output.
+    let order: Vec<i64> = (0..a.ndim())
+        .filter(|d| !dims.contains(d))
+        .chain(dims.iter().copied())
+        .map(|d| d as i64)
+        .collect();
+    let (input, output) = (a.permute(&order)?, out.permute(&order)?);
+    let kept = a.ndim() - dims.len();
+    let inner: Vec<usize> = (kept..a.ndim()).collect();
+    let acc = match dt {
+        DType::F16 | DType::BF16 => DType::F32,
+        _ => sum_dtype(dt),
+    };
+    let finish = |at: &[Selection], partials: blocks::Pairwise| -> Result<()> {
+        let Some(total) = partials.finish()? else {
+            return Ok(());
+        };
+        let value = match op {
+            ReduceOp::Mean => ops::binary(
+                (&total).into(),
+                Scalar::Int(reduced as i128).into(),
+                BinaryOp::Div,
+            )?,
+            _ => total,
+        };
+        let mut sel = at.to_vec();
+        sel.resize(a.ndim(), whole);
+        output.index(&sel)?.copy_(&value)
+    };
+    let mut current: Option<(Vec<Selection>, blocks::Pairwise)> = None;
+    for sel in blocks::blocks(input.shape(), len) {
+        if current
+            .as_ref()
+            .is_some_and(|(at, _)| at[..] != sel[..kept])
+        {
+            let (at, partials) = current.take().expect("checked above");
+            finish(&at, partials)?;
+        }
+        let part = input.index(&sel)?.to_dtype(dt)?.to_dtype(acc)?;
+        let partial = run(&part, &inner, true, ReduceOp::Sum, sum_dtype(acc), false)?.0;
+        current
+            .get_or_insert_with(|| (sel[..kept].to_vec(), blocks::Pairwise::default()))
+            .1
+            .push(partial)?;
+    }
+    if let Some((at, partials)) = current {
+        finish(&at, partials)?;
+    }
+    drop_dims(a, dims, keepdim, out)
 }
 
 /// `sum(dim=None, keepdim=False, *, dtype=None)`.
@@ -98,12 +199,9 @@ pub fn sum(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     let dims = dims_of(a, dims)?;
-    let src = match dtype {
-        Some(dt) => a.to_dtype(dt)?,
-        None => a.clone(),
-    };
-    let out_dtype = sum_dtype(src.dtype());
-    let total = run(&src, &dims, keepdim, ReduceOp::Sum, out_dtype, false)?.0;
+    let dt = dtype.unwrap_or(a.dtype());
+    let out_dtype = sum_dtype(dt);
+    let total = run_cast(a, &dims, keepdim, ReduceOp::Sum, dt, out_dtype)?;
     // An explicit dtype is the result's too (`sum(dtype=bool)` is bool).
     match dtype {
         Some(dt) if dt != out_dtype => total.to_dtype(dt),
@@ -135,7 +233,7 @@ pub fn mean(
         );
     }
     let dims = dims_of(a, dims)?;
-    Ok(run(&a.to_dtype(dt)?, &dims, keepdim, ReduceOp::Mean, dt, false)?.0)
+    run_cast(a, &dims, keepdim, ReduceOp::Mean, dt, dt)
 }
 
 /// Refuses what `max`/`min`/`amax`/`amin` refuse: reducing an empty

@@ -1,0 +1,189 @@
+"""Ops whose operands must be cast first (`int32 < float64`, `sum(dtype=...)`,
+`mean(dtype=...)`) cast a block of the output at a time (src/ops/blocks.rs):
+the values are torch's, and no temporary as large as the input is made.
+
+The memory checks run in a fresh process that resets its peak resident size
+(`/proc/self/clear_refs`, 5) before the op and reads it (`VmHWM`) after: a
+whole-input cast shows there as tens of MB, a block as under one.
+"""
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import dlbridge as db
+
+# Past src/ops/blocks.rs's floor (4096 elements), so the outputs span blocks.
+SHAPES = [(70000,), (300, 257), (3, 5, 4099), (1, 9000)]
+COMPARE_PAIRS = [("int32", "float64"), ("int8", "float16"), ("uint8", "int8"), ("bool", "float32"),
+                 ("int64", "float32"), ("float16", "bfloat16")]
+OPS = ["lt", "le", "gt", "ge", "eq", "ne"]
+
+
+def values(dtype, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(-3, 4, shape, generator=g).to(getattr(torch, dtype))
+    if t.is_floating_point():
+        t += torch.rand(shape, generator=g).to(t.dtype).round()  # ties with the integers
+        flat = t.view(-1)
+        flat[::97] = float("nan")
+        flat[5::101] = float("inf")
+        flat[7::103] = float("-inf")
+    return t
+
+
+def same(d, t):
+    assert d.dtype == getattr(db, str(t.dtype).split(".")[1])
+    assert tuple(d.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(torch.from_dlpack(d).numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("left,right", COMPARE_PAIRS)
+def test_mixed_comparisons_match_torch(shape, left, right):
+    a, b = values(left, shape, 1), values(right, shape, 2)
+    for op in OPS:
+        same(getattr(db.from_dlpack(a), op)(db.from_dlpack(b)), getattr(a, op)(b))
+        same(getattr(db.from_dlpack(b), op)(db.from_dlpack(a)), getattr(b, op)(a))
+
+
+@pytest.mark.parametrize("left,right", COMPARE_PAIRS)
+def test_mixed_comparisons_broadcast_stride_and_take_numbers(left, right):
+    a, b = values(left, (257, 300), 3), values(right, (300,), 4)
+    A, B = db.from_dlpack(a), db.from_dlpack(b)
+    same(A < B, a < b)                      # a row broadcast down
+    same(A.T >= B[:257], a.T >= b[:257])    # a transposed operand: torch's output strides too
+    assert (A.T >= B[:257]).stride() == (a.T >= b[:257]).stride()
+    same(A[::2, 1::3] != B[1::3], a[::2, 1::3] != b[1::3])
+    same(A[:, :1] == B, a[:, :1] == b)      # both sides broadcast
+    for number in (0.5, -1, 2.5, True):
+        same(A < number, a < number)
+        same(A == number, a == number)
+    same(A[3, 4] < B, a[3, 4] < b)          # a 0-d tensor with a tensor of another dtype
+
+
+def test_mixed_comparisons_of_empty_and_zero_dim():
+    a, b = torch.zeros(0, 5, dtype=torch.int32), torch.ones(5, dtype=torch.float64)
+    same(db.from_dlpack(a) < db.from_dlpack(b), a < b)
+    x, y = torch.tensor(3, dtype=torch.int16), torch.tensor(2.5)
+    same(db.from_dlpack(x) > db.from_dlpack(y), x > y)
+
+
+REDUCE_CASES = [  # shape, dims: outputs in blocks (few reduced) and partial sums (many reduced)
+    ((70000,), None), ((300, 257), (1,)), ((300, 257), (0,)), ((3, 5, 4099), (0, 2)),
+    ((3, 70001), (1,)), ((70001, 3), (0,)), ((2, 40000, 3), (1,)), ((5, 6, 7), None),
+]
+
+
+@pytest.mark.parametrize("shape,dims", REDUCE_CASES, ids=str)
+@pytest.mark.parametrize("src,dt", [("float32", "float64"), ("int32", "float32"), ("float16", "float32"),
+                                    ("float64", "float16"), ("int8", "int64"), ("bool", "int32")])
+def test_sums_and_means_with_a_dtype_match_the_whole_cast(shape, dims, src, dt):
+    t = values(src, shape, 5).nan_to_num(0.0, 0.0, 0.0) if src.startswith("float") else values(src, shape, 5)
+    d = db.from_dlpack(t)
+    dbt, tdt = getattr(db, dt), getattr(torch, dt)
+    kw = {"dim": tuple(range(len(shape))) if dims is None else dims}
+    # The whole cast made first (no cast inside the op) is the reference.
+    whole = db.from_dlpack(t.to(tdt))
+    for keepdim in (False, True):
+        got = d.sum(**kw, keepdim=keepdim, dtype=dbt)
+        want = whole.sum(**kw, keepdim=keepdim)
+        ref = t.sum(**kw, keepdim=keepdim, dtype=tdt)
+        assert got.dtype == dbt and tuple(got.shape) == tuple(ref.shape)
+        np.testing.assert_allclose(torch.from_dlpack(got).double().numpy(),
+                                   torch.from_dlpack(want).double().numpy(), rtol=2e-3 if "16" in dt else 1e-12)
+        if dt.startswith("float"):
+            got = d.mean(**kw, keepdim=keepdim, dtype=dbt)
+            ref = t.mean(**kw, keepdim=keepdim, dtype=tdt)
+            assert got.dtype == dbt and tuple(got.shape) == tuple(ref.shape)
+            np.testing.assert_allclose(torch.from_dlpack(got).double().numpy(), ref.double().numpy(),
+                                       rtol=2e-3 if "16" in dt else 1e-6, atol=1e-3 if "16" in dt else 1e-9)
+
+
+def test_outputs_in_blocks_give_the_whole_casts_bits():
+    # Few reduced elements per output: each output is computed from its own
+    # block exactly as from the whole cast.
+    t = torch.randn(3000, 77, dtype=torch.float32)
+    d = db.from_dlpack(t)
+    for dim in (0, 1):
+        got = torch.from_dlpack(d.sum(dim, dtype=db.float64))
+        want = torch.from_dlpack(db.from_dlpack(t.double()).sum(dim))
+        assert torch.equal(got, want), dim
+
+
+def test_a_long_sum_with_a_dtype_stays_pairwise_accurate():
+    # 10^6 float32 values summed in float64 by blocks: the partial sums add
+    # as a tree, so the error is a float64 pairwise sum's.
+    x = np.random.default_rng(0).standard_normal(1_000_003).astype(np.float32) * 1e3 + 1e4
+    exact = math.fsum(x.astype(np.float64))
+    got = db.from_numpy(x).sum(dtype=db.float64).item()
+    assert abs(got - exact) <= 1e-9 * abs(exact)
+    assert abs(db.from_numpy(x).mean(dtype=db.float64).item() - exact / x.size) <= 1e-9 * abs(exact / x.size)
+
+
+PEAK = textwrap.dedent("""
+    import sys, numpy as np, dlbridge as db
+
+    def status(key):
+        for line in open("/proc/self/status"):
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+
+    def inputs(n):
+        return db.from_numpy(np.arange(n, dtype=np.{src}) % 7), db.from_numpy(np.full(n, 3, dtype=np.{other}))
+
+    # The op once on small inputs (threads, first-call set-up), then on large
+    # ones: none of dlbridge's memory is cached yet, so every byte the op
+    # takes shows in the peak.
+    a, b = inputs(4_000)
+    r = {op}
+    del r
+    a, b = inputs({n})
+    base = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    r = {op}
+    print(status("VmHWM") - base)
+""")
+
+
+def peak_growth(op, src, other="float64", n=4_000_000):
+    out = subprocess.run([sys.executable, "-c", PEAK.format(op=op, src=src, other=other, n=n)],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return int(out.stdout.split()[-1])
+
+
+def clear_refs_resets_the_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not clear_refs_resets_the_peak(),
+                    reason="the peak resident size can only be reset through Linux's /proc/self/clear_refs")
+@pytest.mark.parametrize("op,src,output_bytes", [
+    ("a < b", "int32", 4_000_000),                              # bool output, float64 compare
+    ("a.sum(dtype=db.float64)", "float32", 8),                  # one float64
+    ("a.mean(dtype=db.float64)", "float32", 8),
+    ("a.view(-1, 2000).sum(1, dtype=db.float64)", "float32", 16_000),
+])
+def test_casting_ops_make_no_temporary_as_large_as_the_input(op, src, output_bytes):
+    # 4 * 10^6 elements: a whole-input cast to float64 is 32 MB; a block
+    # is 512 KiB at most.
+    grew = peak_growth(op, src)
+    assert grew <= output_bytes + 6 * 2**20, f"{op}: peak grew {grew / 2**20:.1f} MiB"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not clear_refs_resets_the_peak(),
+                    reason="the peak resident size can only be reset through Linux's /proc/self/clear_refs")
+def test_the_peak_measure_sees_a_whole_input_cast():
+    # The measure itself: an explicit cast of the input does show.
+    assert peak_growth("a.to(db.float64)", "int32") >= 30_000_000
