@@ -366,7 +366,11 @@ impl DType {
         }
     }
 
-    /// `torch.promote_types`: the smallest dtype both values fit in.
+    /// `torch.promote_types`: the smallest dtype both values fit in. A
+    /// dtype's rank in promotion is its row's category (bool < integral <
+    /// floating < complex), then its size and sign, all read from the
+    /// table; the dtypes named below are PyTorch's results (float32 for two
+    /// floats of one size, the signed integer that holds an unsigned one).
     ///
     /// ```
     /// use dlbridge::DType;

@@ -144,27 +144,29 @@ pub(super) fn scalar_bytes(dtype: DType, value: Scalar) -> [u8; 16] {
 }
 
 /// The bytes of `value` in the type the kernel computes `dtype` in
-/// (`Tr<T>::C` in `kernels/common.cuh`): float16 and bfloat16 compute in
-/// float32, so the scalar goes unrounded, as PyTorch passes it; narrow
-/// integers wrap to their dtype, then widen.
+/// (`Tr<T>::C` in `kernels/common.cuh`): the table's compute dtype
+/// (float32 for float16 and bfloat16: the scalar goes unrounded, as PyTorch
+/// passes it), and integers narrower than 32 bits wrapped to their dtype,
+/// then widened to 32 bits, as C's arithmetic promotes them.
 pub(super) fn compute_scalar_bytes(dtype: DType, value: Scalar) -> [u8; 16] {
-    use crate::Element;
-    let widened: Option<[u8; 4]> = match dtype {
-        DType::F16 | DType::BF16 => Some(f32::from_scalar(value).to_le_bytes()),
-        DType::I8 => Some((i8::from_scalar(value) as i32).to_le_bytes()),
-        DType::I16 => Some((i16::from_scalar(value) as i32).to_le_bytes()),
-        DType::U8 => Some((u8::from_scalar(value) as u32).to_le_bytes()),
-        DType::U16 => Some((u16::from_scalar(value) as u32).to_le_bytes()),
-        _ => None,
-    };
-    match widened {
-        Some(four) => {
-            let mut out = [0u8; 16];
-            out[..4].copy_from_slice(&four);
-            out
-        }
-        None => scalar_bytes(dtype, value),
+    let compute = dtype.compute_dtype();
+    if compute != dtype {
+        return scalar_bytes(compute, value);
     }
+    if dtype.category() == crate::Category::Integral && dtype.size() < 4 {
+        let wide = if dtype.is_signed() {
+            DType::I32
+        } else {
+            DType::U32
+        };
+        return scalar_bytes(wide, wrapped(dtype, value));
+    }
+    scalar_bytes(dtype, value)
+}
+
+/// `value` wrapped to `dtype`, as a number again.
+fn wrapped(dtype: DType, value: Scalar) -> Scalar {
+    with_element!(dtype, T => crate::Element::to_scalar(<T as crate::Element>::from_scalar(value)))
 }
 
 pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
