@@ -84,6 +84,51 @@ def test_unary_matches_torch_for_every_dtype_and_size(name, dtype):
         same(getattr(db, name)(to_db(x)), want)
 
 
+WIDE_UNSIGNED = ["uint16", "uint32", "uint64"]
+
+
+def unsigned_sample(dtype, n, seed):
+    """Values of a wide unsigned dtype, its extremes among them, as NumPy's
+    array (torch has few kernels for these dtypes)."""
+    import numpy as np
+
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(seed).integers(0, 1000, n, dtype=np.uint64).astype(dtype)
+    if n >= 3:
+        x[0], x[1], x[2] = info.max, 0, info.max - 1
+    return x
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
+def test_unary_of_wide_unsigned_integers(name, dtype):
+    # torch has no CPU kernel here; its rule (integers compute in the
+    # default float dtype) applied to the same values, exact in float64
+    # below 2^53 and rounded once to float32, is what its kernel would give.
+    for n in SIZES:
+        x = unsigned_sample(dtype, n, n)
+        want = getattr(torch, name)(torch.from_numpy(x.astype("float64"))).to(torch.float32)
+        same(getattr(db.from_numpy(x), name)(), want)
+        same(getattr(db, name)(db.from_numpy(x)), want)
+
+
+@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
+def test_binary_of_wide_unsigned_integers_matches_numpy(name, dtype):
+    import numpy as np
+
+    for n in SIZES:
+        a, b = unsigned_sample(dtype, n, n), unsigned_sample(dtype, n, n + 1)[::-1].copy()
+        want = getattr(np, name)(a, b)
+        for got in (getattr(db.from_numpy(a), name)(db.from_numpy(b)), getattr(db, name)(db.from_numpy(a), db.from_numpy(b))):
+            assert got.dtype == getattr(db, dtype)
+            assert (got.numpy() == want).all()
+    # Strided and broadcast operands.
+    m = unsigned_sample(dtype, 30 * 40, 9).reshape(30, 40)
+    for x, y in [(m, m[0]), (m[::2, ::3], m[1::2, ::3]), (m.T[:30, :30], m[:30, :30])]:
+        assert (getattr(db.from_numpy(x), name)(db.from_numpy(y)).numpy() == getattr(np, name)(x, y)).all()
+
+
 @pytest.mark.parametrize("name", UNARY)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
 def test_unary_of_strided_views(name, dtype):
