@@ -8,7 +8,9 @@ torch (samples interleaved), the faster peer, the ratio dlbridge / peer, the
 target (1.0 at 10^5 and 10^7 elements and for the 2-D/3-D rows, 1.5 at 10^3:
 call overhead) and whether it is met. For float16 and bfloat16 the peer is
 torch alone (NumPy has no native math for them). Ops dlbridge lacks are
-skipped with a note. Writes bench/results/ops.json (read by bench/plot.py);
+skipped with a note. Then the memory rows: the peak each side adds beyond
+the output for the ops that cast their operands (target: no temporary larger
+than the output). Writes bench/results/ops.json (read by bench/plot.py);
 a --filter run writes bench/results/ops-filtered.json instead, so that it
 leaves the full run's results (and the chart drawn from them) alone.
 Exits 0: it reports, it does not test.
@@ -78,6 +80,12 @@ def make(dtype, shape, seed=0, positive=False):
         t = torch.randint(1, 100, shape, generator=g, dtype=DT[dtype][1])
     else:
         t = (torch.rand(shape, generator=g, dtype=torch.float64) + (0.5 if positive else -0.5)).to(DT[dtype][1])
+    return wrap(t, dtype)
+
+
+def wrap(t, dtype):
+    """The torch tensor `t`, a dlbridge tensor over its memory and a NumPy
+    array over it where NumPy has the dtype."""
     d = db.from_dlpack(t)
     n = t.numpy() if DT[dtype][2] is not None else None
     return {"db": d, "torch": t, "np": n}
@@ -175,17 +183,41 @@ def elementwise():
             row("a * b", dtype, n, {"db": lambda: A * B, "torch": lambda: ta * tb, "np": lambda: na * nb})
             row("a / b", dtype, n, {"db": lambda: A / B, "torch": lambda: ta / tb, "np": lambda: na / nb})
             row("a + 1", dtype, n, {"db": lambda: A + 1, "torch": lambda: ta + 1, "np": lambda: na + 1})
+            row("a - 1", dtype, n, {"db": lambda: A - 1, "torch": lambda: ta - 1, "np": lambda: na - 1})
             row("a * 3", dtype, n, {"db": lambda: A * 3, "torch": lambda: ta * 3, "np": lambda: na * 3})
-            # In place: adding b then subtracting keeps the values bounded.
+            row("a / 2", dtype, n, {"db": lambda: A / 2, "torch": lambda: ta / 2, "np": lambda: na / 2})
+            # In place, tensor and number operands; each op alternates with
+            # its inverse where values would drift (the pairs time as one).
             row("a.add_(b)", dtype, n, {"db": lambda: A.add_(B), "torch": lambda: ta.add_(tb),
                                        "np": lambda: np.add(na, nb, out=na)})
+            row("a.sub_(b)", dtype, n, {"db": lambda: A.sub_(B), "torch": lambda: ta.sub_(tb),
+                                       "np": lambda: np.subtract(na, nb, out=na)})
+            row("a.add_(1)", dtype, n, {"db": lambda: A.add_(1), "torch": lambda: ta.add_(1),
+                                       "np": lambda: np.add(na, 1, out=na)})
             row("a.mul_(1)", dtype, n, {"db": lambda: A.mul_(1), "torch": lambda: ta.mul_(1),
                                        "np": lambda: np.multiply(na, 1, out=na)})
+            if dtype in FLOATS:  # in-place division of integers is refused (a float result)
+                row("a.div_(1)", dtype, n, {"db": lambda: A.div_(1), "torch": lambda: ta.div_(1),
+                                           "np": lambda: np.divide(na, 1, out=na)})
             row("a ** 2", dtype, n, {"db": lambda: A**2, "torch": lambda: ta**2, "np": lambda: na**2})
+            # A general power: positive bases, exponents of either sign (small
+            # integer ones for integers).
+            if dtype in FLOATS:
+                base, e = make(dtype, (n,), 5, positive=True), make(dtype, (n,), 4)
+            else:
+                base, e = a, wrap(torch.randint(0, 5, (n,), generator=torch.Generator().manual_seed(4),
+                                                dtype=DT[dtype][1]), dtype)
+            X, Y, tx, ty, nx, ny = base["db"], e["db"], base["torch"], e["torch"], base["np"], e["np"]
+            row("a ** b", dtype, n, {"db": lambda: X**Y, "torch": lambda: tx**ty,
+                                    "np": (lambda: nx**ny) if nx is not None else None})
             row("abs(a)", dtype, n, {"db": lambda: abs(A), "torch": lambda: ta.abs(), "np": lambda: np.abs(na)})
             row("-a", dtype, n, {"db": lambda: -A, "torch": lambda: -ta, "np": lambda: -na})
             row("a < b", dtype, n, {"db": lambda: A < B, "torch": lambda: ta < tb, "np": lambda: na < nb})
+            row("a <= b", dtype, n, {"db": lambda: A <= B, "torch": lambda: ta <= tb, "np": lambda: na <= nb})
+            row("a > b", dtype, n, {"db": lambda: A > B, "torch": lambda: ta > tb, "np": lambda: na > nb})
+            row("a >= b", dtype, n, {"db": lambda: A >= B, "torch": lambda: ta >= tb, "np": lambda: na >= nb})
             row("a == b", dtype, n, {"db": lambda: A == B, "torch": lambda: ta == tb, "np": lambda: na == nb})
+            row("a != b", dtype, n, {"db": lambda: A != B, "torch": lambda: ta != tb, "np": lambda: na != nb})
             row("a < 0", dtype, n, {"db": lambda: A < 0, "torch": lambda: ta < 0, "np": lambda: na < 0})
             # The new ops (skipped where this dlbridge lacks them).
             row("maximum(a, b)", dtype, n, {"db": (lambda: db.maximum(A, B)) if has(db, "maximum") else None,
@@ -204,7 +236,12 @@ def elementwise():
         a, b = make("bool", (n,), 1), make("bool", (n,), 2)
         A, B, ta, tb, na, nb = a["db"], b["db"], a["torch"], b["torch"], a["np"], b["np"]
         row("a == b", "bool", n, {"db": lambda: A == B, "torch": lambda: ta == tb, "np": lambda: na == nb})
+        row("a != b", "bool", n, {"db": lambda: A != B, "torch": lambda: ta != tb, "np": lambda: na != nb})
+        row("a < b", "bool", n, {"db": lambda: A < B, "torch": lambda: ta < tb, "np": lambda: na < nb})
         row("a + b", "bool", n, {"db": lambda: A + B, "torch": lambda: ta + tb, "np": lambda: na | nb})
+        row("a * b", "bool", n, {"db": lambda: A * B, "torch": lambda: ta * tb, "np": lambda: na & nb})
+        row("maximum(a, b)", "bool", n, {"db": (lambda: db.maximum(A, B)) if has(db, "maximum") else None,
+                                         "torch": lambda: torch.maximum(ta, tb), "np": lambda: np.maximum(na, nb)})
 
 
 # ------------------------------------------------------------------ reductions
@@ -219,7 +256,7 @@ def reductions():
             if dtype != "bool":
                 row("amax()", dtype, n, {"db": lambda: A.amax(), "torch": lambda: ta.amax(), "np": lambda: na.max()})
                 row("max()", dtype, n, {"db": lambda: A.max(), "torch": lambda: ta.max(), "np": lambda: na.max()})
-    for dtype in NUMERIC:
+    for dtype in NUMERIC + ["bool"]:
         for shape in SHAPES_2D + SHAPES_3D:
             a = make(dtype, shape, 1)
             A, ta, na = a["db"], a["torch"], a["np"]
@@ -230,6 +267,8 @@ def reductions():
                 if dtype in FLOATS:
                     row(f"mean(dim={d})", dtype, size, {"db": lambda d=d: A.mean(d), "torch": lambda d=d: ta.mean(d),
                                                         "np": lambda d=d: na.mean(d)}, nd=True)
+                if dtype == "bool":  # a count along a dim; bools have no max in torch's amax
+                    continue
                 row(f"amax(dim={d})", dtype, size, {"db": lambda d=d: A.amax(d), "torch": lambda d=d: ta.amax(d),
                                                     "np": lambda d=d: na.max(d)}, nd=True)
                 row(f"max(dim={d})", dtype, size, {"db": lambda d=d: A.max(d), "torch": lambda d=d: ta.max(d),
@@ -252,7 +291,7 @@ def casts():
 
 
 def copies():
-    for dtype in ["float32", "float64", "float16", "int64"]:
+    for dtype in ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"]:
         for shape in SHAPES_2D:
             a, b = make(dtype, shape, 1), make(dtype, shape, 2)
             A, ta, na = a["db"], a["torch"], a["np"]
@@ -289,6 +328,78 @@ def copies():
                 "np": lambda: np.ascontiguousarray(na.transpose(2, 0, 1))}, nd=True)
 
 
+# ---------------------------------------------------------------------- memory
+# The peak resident memory an op adds beyond its output, each side in a fresh
+# process that resets its peak (/proc/self/clear_refs) before the op; the
+# target is no temporary larger than the output (plus 1 MiB for the
+# allocator's pages and a block of src/ops/blocks.rs).
+PEAK_SCRIPT = '''
+import sys
+sys.path.insert(0, {bench!r})
+import numpy as np, torch
+from _timing import load_impl
+db = load_impl("dlbridge", None)
+torch.set_num_threads({threads})
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+
+n = 10**7
+x = torch.arange(n, dtype=torch.int32) % 7
+y = torch.full((n,), 3.0, dtype=torch.float64)
+f = torch.rand(n, dtype=torch.float32)
+m = f.view(5000, 2000)
+lib = {{"db": db.from_dlpack, "torch": lambda t: t, "np": lambda t: t.numpy()}}[{side!r}]
+X, Y, F, M = lib(x), lib(y), lib(f), lib(m)
+k = {{"db": dict(dtype=db.float64), "torch": dict(dtype=torch.float64), "np": dict(dtype=np.float64)}}[{side!r}]
+run = lambda: {stmt}
+for _ in range(2):
+    r = run()
+del r
+base = status("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")
+r = run()
+print(status("VmHWM") - base)
+'''
+MEMORY_ROWS = [  # label, statement (X int32, Y float64, F float32, M float32 5000x2000; k the dtype keyword), output bytes
+    ("int32 < float64 (10^7)", "X < Y", 10**7),
+    ("sum(dtype=float64) of float32 (10^7)", "F.sum(**k)", 8),
+    ("mean(dtype=float64) of float32 (10^7)", "F.mean(**k)", 8),
+    ("sum(1, dtype=float64) of float32 5000x2000", "M.sum(1, **k)", 5000 * 8),
+]
+
+
+def memory():
+    import subprocess
+
+    label = "memory"
+    if ARGS.filter and not re.search(ARGS.filter, label):
+        return
+    try:
+        open("/proc/self/clear_refs", "w").write("5")
+    except OSError:
+        print("\nmemory: skipped (the peak resident size is reset through Linux's /proc/self/clear_refs)")
+        return
+    print(f"\n{'memory: peak added beyond the output':<44} {'dlbridge':>10} {'torch':>10} {'NumPy':>10}  target met?")
+    bench = str(Path(__file__).resolve().parent)
+    for name, stmt, out_bytes in MEMORY_ROWS:
+        grew = {}
+        for side in ("db", "torch", "np"):
+            code = PEAK_SCRIPT.format(bench=bench, threads=ARGS.threads, side=side, stmt=stmt)
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+            grew[side] = max(int(p.stdout.split()[-1]) - out_bytes, 0) if p.returncode == 0 else None
+        met = grew["db"] is not None and grew["db"] <= max(out_bytes, 0) + 2**20
+        MEMORY.append(dict(op=name, out_bytes=out_bytes, met=met, **grew))
+        mib = lambda v: "-" if v is None else f"{v / 2**20:.1f} MiB"  # noqa: E731
+        print(f"{name:<44} {mib(grew['db']):>10} {mib(grew['torch']):>10} {mib(grew['np']):>10}"
+              f"  {'yes' if met else 'NO'}", flush=True)
+
+
+MEMORY = []
+
+
 def summary():
     timed = [r for r in ROWS if "ratio" in r]
     met = sum(r["met"] for r in timed)
@@ -299,7 +410,7 @@ def summary():
     out = FILTERED_RESULTS if ARGS.filter else RESULTS
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(dict(machine=machine_info(db, threads=ARGS.threads, quick=ARGS.quick),
-                                       rows=ROWS, met=met, timed=len(timed), geomean=gm), indent=1))
+                                       rows=ROWS, met=met, timed=len(timed), geomean=gm, memory=MEMORY), indent=1))
 
 
 def main():
@@ -312,6 +423,7 @@ def main():
     reductions()
     casts()
     copies()
+    memory()
     summary()
 
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""The benchmark pictures in docs/img/ (matplotlib).
+"""The benchmark pictures in docs/img/ (matplotlib), and the ops table.
 
-    python bench/plot.py [--only exchange|ops] [--out docs/img]
+    python bench/plot.py [--only exchange|ops|table] [--out docs/img] [--table docs/ops_table.md]
 
 exchange_cost.png: the cost of each exchange (`from_dlpack`, `__dlpack__`,
 `from_numpy`, `numpy()`) against the tensor's size, from 1 element to 1 GiB,
 for dlbridge, torch and NumPy: flat lines, the cost does not depend on the
 size. op_ratios.png: dlbridge's time over the faster peer's, per op (the
 geometric mean over dtypes and sizes of bench/results/ops.json, written by
-bench_ops.py), with the 1.0 target.
+bench_ops.py), with the 1.0 target. docs/ops_table.md: every row of that
+run as a table, the short ones first, and its memory rows.
 """
 import argparse
 import json
@@ -97,16 +98,73 @@ def ops(out: Path):
     print(f"wrote {out / 'op_ratios.png'}")
 
 
+def fmt_ns(ns):
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} µs" if ns >= 1e3 else f"{ns:.0f} ns"
+
+
+def table(out: Path):
+    """docs/ops_table.md: every row of the last full bench_ops.py run, the
+    short ones first, and its memory rows."""
+    if not OPS_JSON.exists():
+        sys.exit(f"{OPS_JSON} is missing: run bench/bench_ops.py first")
+    data = json.loads(OPS_JSON.read_text())
+    m = data["machine"]
+    timed = [r for r in data["rows"] if "ratio" in r]
+    lines = [
+        "# Every CPU op against the faster peer",
+        "",
+        "Written by `bench/plot.py` (`make bench`) from the last full run of",
+        "`bench/bench_ops.py` (`bench/results/ops.json`); how the rows are timed is in",
+        "[bench/README.md](../bench/README.md#bench_opspy-cpu-ops-against-numpy-and-torch),",
+        "what the figures mean in [benchmarks.md](benchmarks.md#ops-on-the-cpu).",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['threads']} threads a side; NumPy {m['numpy']},",
+        f"torch {m['torch']}.",
+        "",
+        f"**{data['met']} of {data['timed']} rows within target, geometric mean {data['geomean']:.2f}.**",
+        "Ratio: dlbridge's median time over the faster peer's; target 1.0, 1.5 at",
+        "10^3 elements.",
+        "",
+    ]
+
+    def rows(rs):
+        out = ["| op | dtype | size | dlbridge | faster peer | ratio | target |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in rs:
+            mark = "" if r["met"] else " **short**"
+            out.append(f"| `{r['op']}` | {r['dtype']} | {r['size']} | {fmt_ns(r['db'])} | "
+                       f"{fmt_ns(r['peer_ns'])} ({r['peer']}) | {r['ratio']:.2f}{mark} | {r['target']} |")
+        return out
+
+    short = [r for r in timed if not r["met"]]
+    lines += [f"## The {len(short)} rows short of target", "", *rows(short), ""]
+    if data.get("memory"):
+        lines += ["## Memory: the peak an op adds beyond its output", "",
+                  "Each side in a fresh process that resets its peak resident size before the op;",
+                  "target: no temporary larger than the output (1 MiB of slack).", "",
+                  "| op | output | dlbridge | torch | NumPy | met |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+        mib = lambda v: "-" if v is None else f"{v / 2**20:.1f} MiB"  # noqa: E731
+        for r in data["memory"]:
+            lines.append(f"| {r['op']} | {mib(r['out_bytes'])} | {mib(r['db'])} | {mib(r['torch'])} | "
+                         f"{mib(r['np'])} | {'yes' if r['met'] else 'no'} |")
+        lines.append("")
+    lines += ["## Every row", "", *rows(timed), ""]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", choices=["exchange", "ops"])
+    p.add_argument("--only", choices=["exchange", "ops", "table"])
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    p.add_argument("--table", type=Path, default=ROOT / "docs" / "ops_table.md")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "exchange"):
         exchange(args.out)
     if args.only in (None, "ops"):
         ops(args.out)
+    if args.only in (None, "table"):
+        table(args.table)
 
 
 if __name__ == "__main__":
