@@ -273,6 +273,11 @@ pub(crate) trait Backend: Sync {
     /// uniform in [0, 1), from the generator `manual_seed` seeds.
     fn random(&self, dst: &Tensor) -> Result<()>;
 
+    /// The most elements a block of an op's cast operands holds
+    /// (`ops/blocks.rs`): what stays in cache between the cast and the op
+    /// on a CPU, enough work a launch on a GPU.
+    fn block_elements(&self) -> usize;
+
     /// Copies `src` into `dst`: a contiguous tensor of the same shape and
     /// dtype on another device, where one of the two devices is this
     /// backend's (the other may be the host). `to_device` passes fresh

@@ -74,6 +74,9 @@ impl Backend for Cuda {
     fn random(&self, dst: &Tensor) -> Result<()> {
         off(dst.device())
     }
+    fn block_elements(&self) -> usize {
+        1 << 16
+    }
     fn transfer_into(&self, src: &Tensor, dst: &Tensor, _fresh: bool) -> Result<()> {
         off(Device::host_last(src.device(), dst.device()).0)
     }

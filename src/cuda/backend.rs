@@ -71,6 +71,10 @@ impl Backend for Cuda {
         kernels::rand(dst)
     }
 
+    fn block_elements(&self) -> usize {
+        1 << 22 // 32 MiB of float64: a few launches a block, not thousands an op
+    }
+
     fn transfer_into(&self, t: &Tensor, out: &Tensor, fresh: bool) -> Result<()> {
         debug_assert!(out.is_contiguous() && out.shape() == t.shape() && out.dtype() == t.dtype());
         if t.numel() == 0 {

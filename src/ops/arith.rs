@@ -390,7 +390,21 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
     };
     let out =
         Tensor::empty_for_elementwise(&shape, &tensors, tensors.len() == 1, DType::Bool, device)?;
-    let len = blocks::block_len(out.numel(), 1, dtype.size());
+    let len = blocks::block_len(
+        out.numel(),
+        1,
+        dtype.size(),
+        backend::of(device).block_elements(),
+    );
+    // An operand no larger than a block is cast once, whole (a 0-d tensor,
+    // a broadcast row), not once a block at the block's size.
+    let small = |o: Operand| match o {
+        Operand::Tensor(t) if t.numel() <= len => t.to_dtype(dtype).map(Some),
+        _ => Ok(None),
+    };
+    let (small_a, small_b) = (small(a)?, small(b)?);
+    let a = small_a.as_ref().map_or(a, Operand::Tensor);
+    let b = small_b.as_ref().map_or(b, Operand::Tensor);
     for sel in blocks::blocks(&shape, len) {
         let part = out.index(&sel)?;
         let view = |o: Operand| match o {

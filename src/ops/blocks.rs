@@ -2,25 +2,24 @@
 //! time: each block's operands are cast into a temporary of that block's
 //! size, so the temporaries stay small however large the tensors are (a
 //! whole-tensor cast of the operands of `int32 < float64` would be 8 bytes
-//! an element, eight times the bool output).
+//! an element, eight times the bool output). An operand no larger than a
+//! block (a number as a 0-d tensor, a broadcast row) is cast once, whole.
 
 use crate::backend::BinaryOp;
 use crate::layout::Selection;
 use crate::{Result, Tensor, ops};
 
-/// The most elements a block's temporaries hold: 64 K elements (512 KiB of
-/// float64), so they stay in L2 between the cast and the op.
-pub(super) const MAX_BLOCK: usize = 1 << 16;
-
-/// The fewest: below this a block is smaller than the overhead of an op
-/// call is worth (32 KiB of float64); outputs this small are one block.
+/// The fewest elements a block has: below this a block is smaller than
+/// the overhead of an op call is worth (32 KiB of float64); outputs this
+/// small are one block.
 const MIN_BLOCK: usize = 1 << 12;
 
 /// How many elements a block may have so that a temporary of `temp_size`
 /// bytes an element is no larger than the output (`numel` elements of
-/// `out_size` bytes), within [`MIN_BLOCK`] and [`MAX_BLOCK`].
-pub(super) fn block_len(numel: usize, out_size: usize, temp_size: usize) -> usize {
-    (numel.saturating_mul(out_size) / temp_size.max(1)).clamp(MIN_BLOCK, MAX_BLOCK)
+/// `out_size` bytes), within [`MIN_BLOCK`] and `max` (the backend's
+/// [`block_elements`](crate::backend::Backend::block_elements)).
+pub(super) fn block_len(numel: usize, out_size: usize, temp_size: usize, max: usize) -> usize {
+    (numel.saturating_mul(out_size) / temp_size.max(1)).clamp(MIN_BLOCK.min(max), max)
 }
 
 /// Row-major blocks of `shape`'s index space, each at most `max` elements
@@ -181,8 +180,9 @@ mod tests {
     #[test]
     fn a_block_is_never_larger_than_the_output_past_the_floor() {
         // int32 < float64: 8-byte temporaries for a 1-byte output.
-        assert_eq!(block_len(10_000_000, 1, 8), MAX_BLOCK);
-        assert_eq!(block_len(100_000, 1, 8), 12_500);
-        assert_eq!(block_len(1_000, 1, 8), MIN_BLOCK);
+        let max = 1 << 16;
+        assert_eq!(block_len(10_000_000, 1, 8, max), max);
+        assert_eq!(block_len(100_000, 1, 8, max), 12_500);
+        assert_eq!(block_len(1_000, 1, 8, max), MIN_BLOCK);
     }
 }

@@ -95,8 +95,8 @@ fn drop_dims(a: &Tensor, dims: &[usize], keepdim: bool, out: Tensor) -> Result<T
 /// time (`blocks.rs`), so no copy of the whole input is made. Outputs whose
 /// inputs fit in a block go a block of outputs at a time, each computed as
 /// from the whole cast; an output with more inputs sums its blocks'
-/// partial sums pairwise (in float32 for float16 and bfloat16), then
-/// divides for a mean.
+/// partial sums pairwise in the backend's accumulator (float64, complex128
+/// or int64), then divides for a mean.
 fn run_cast(
     a: &Tensor,
     dims: &[usize],
@@ -114,8 +114,8 @@ fn run_cast(
     let out = Tensor::empty(&shape, out_dtype, a.device())?;
     let reduced: usize = dims.iter().map(|&d| a.shape()[d]).product();
     // A reduction's output is smaller than any useful block: the
-    // temporaries are at most a block.
-    let len = blocks::MAX_BLOCK;
+    // temporaries are at most a block (the device's size).
+    let len = backend::of(a.device()).block_elements();
     let whole = Selection::Range {
         start: None,
         stop: None,
@@ -141,17 +141,21 @@ fn run_cast(
     let (input, output) = (a.permute(&order)?, out.permute(&order)?);
     let kept = a.ndim() - dims.len();
     let inner: Vec<usize> = (kept..a.ndim()).collect();
-    let acc = match dt {
-        DType::F16 | DType::BF16 => DType::F32,
+    // Partials in the backend's accumulator (float64 for every real float,
+    // complex128 for complex), so the blocks round no more than one pass.
+    let acc = match dt.category() {
+        Category::Floating => DType::F64,
+        Category::Complex => DType::C128,
         _ => sum_dtype(dt),
     };
     let finish = |at: &[Selection], partials: blocks::Pairwise| -> Result<()> {
         let Some(total) = partials.finish()? else {
             return Ok(());
         };
+        // A mean divides in the dtype's compute type, as the backend's does.
         let value = match op {
             ReduceOp::Mean => ops::binary(
-                (&total).into(),
+                (&total.to_dtype(dt.compute_dtype())?).into(),
                 Scalar::Int(reduced as i128).into(),
                 BinaryOp::Div,
             )?,
