@@ -14,6 +14,13 @@ use crate::{Result, Tensor, ops};
 /// small are one block.
 const MIN_BLOCK: usize = 1 << 12;
 
+/// A whole dimension (`:`), the selection of a dimension a block does not cut.
+pub(super) const WHOLE: Selection = Selection::Range {
+    start: None,
+    stop: None,
+    step: 1,
+};
+
 /// How many elements a block may have so that a temporary of `temp_size`
 /// bytes an element is no larger than the output (`numel` elements of
 /// `out_size` bytes), within [`MIN_BLOCK`] and `max` (the backend's
@@ -43,18 +50,13 @@ pub(super) fn blocks(shape: &[usize], max: usize) -> Vec<Vec<Selection>> {
     };
     let inner: usize = shape[split + 1..].iter().product();
     let rows = (max / inner).max(1);
-    let whole = Selection::Range {
-        start: None,
-        stop: None,
-        step: 1,
-    };
     let mut out = Vec::new();
     let mut index = vec![0usize; split];
     loop {
         for start in (0..shape[split]).step_by(rows) {
             let mut sel: Vec<Selection> = index.iter().map(|&i| range(i, i + 1)).collect();
             sel.push(range(start, (start + rows).min(shape[split])));
-            sel.extend(std::iter::repeat_n(whole, shape.len() - split - 1));
+            sel.extend(std::iter::repeat_n(WHOLE, shape.len() - split - 1));
             out.push(sel);
         }
         // The next index of the outer dimensions, last fastest.

@@ -116,15 +116,16 @@ fn run_cast(
     // A reduction's output is smaller than any useful block: the
     // temporaries are at most a block (the device's size).
     let len = backend::of(a.device()).block_elements();
-    let whole = Selection::Range {
-        start: None,
-        stop: None,
-        step: 1,
-    };
     if reduced <= len {
         for sel in blocks::blocks(&shape, len / reduced) {
             let inputs: Vec<Selection> = (0..sel.len())
-                .map(|d| if dims.contains(&d) { whole } else { sel[d] })
+                .map(|d| {
+                    if dims.contains(&d) {
+                        blocks::WHOLE
+                    } else {
+                        sel[d]
+                    }
+                })
                 .collect();
             let part = a.index(&inputs)?.to_dtype(dt)?;
             out.index(&sel)?
@@ -162,7 +163,7 @@ fn run_cast(
             _ => total,
         };
         let mut sel = at.to_vec();
-        sel.resize(a.ndim(), whole);
+        sel.resize(a.ndim(), blocks::WHOLE);
         output.index(&sel)?.copy_(&value)
     };
     let mut current: Option<(Vec<Selection>, blocks::Pairwise)> = None;
