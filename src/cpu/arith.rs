@@ -3,6 +3,7 @@
 
 use super::narrow::{CHUNK, ChunkIsa, NarrowSlice};
 use super::vmath::VMath;
+use super::vpow;
 use crate::Element;
 pub(crate) use crate::backend::{BinaryOp, CompareOp};
 use half::{bf16, f16};
@@ -241,11 +242,11 @@ macro_rules! half_width {
 half_width!(f16, bf16);
 
 float_arith! {
-    f32 => f32, false, pow: f32::powf, abs: f32::abs;
-    f64 => f64, false, pow: f64::powf, abs: f64::abs;
-    f16 => f32, true, pow: |a: f16, b: f16| f16::from_f32(a.to_f32().powf(b.to_f32())),
+    f32 => f32, false, pow: vpow::pow_f32, abs: f32::abs;
+    f64 => f64, false, pow: vpow::pow_f64, abs: f64::abs;
+    f16 => f32, true, pow: |a: f16, b: f16| f16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),
            abs: |a: f16| f16::from_bits(a.to_bits() & 0x7fff);
-    bf16 => f32, true, pow: |a: bf16, b: bf16| bf16::from_f32(a.to_f32().powf(b.to_f32())),
+    bf16 => f32, true, pow: |a: bf16, b: bf16| bf16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),
             abs: |a: bf16| bf16::from_bits(a.to_bits() & 0x7fff);
 }
 

@@ -492,6 +492,25 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
     b: Arg,
     f: impl Fn(T::C, T::C) -> R + Sync,
 ) {
+    map_rows::<T, O>(out, a, b, |o, a, b, strides, len| {
+        // SAFETY: map_rows' promise.
+        unsafe { row_into(o, a, b, strides, len, &f) }
+    });
+}
+
+/// Calls `row(o, a, b, strides, len)` for each row of `out`'s shape in
+/// memory order, split across threads: `o`, `a` and `b` point at the
+/// row's first element of each operand (or carry its value), `strides`
+/// are their element strides along the row (out, a, b), and every element
+/// of the row lies inside its tensor; threads get disjoint rows of `out`.
+/// `out` (of `O`) is writable, tensor inputs (of `T`) walkable and
+/// broadcast to it.
+fn map_rows<T: Arith, O: Element>(
+    out: &Tensor,
+    a: Arg,
+    b: Arg,
+    row: impl Fn(*mut O, Src<T>, Src<T>, [isize; 3], usize) + Sync,
+) {
     let shape = out.shape();
     let (sa, ka) = source::<T>(a, shape);
     let (sb, kb) = source::<T>(b, shape);
@@ -510,11 +529,104 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
                 Src::Mem(p) => Src::Mem(unsafe { p.offset(off) }),
                 v => v,
             };
-            // SAFETY: the plan keeps every offset inside its tensor; threads
-            // write disjoint ranges of the output.
-            unsafe { row_into(po.0.offset(oo), at(sa.0, oa), at(sb.0, ob), inner, len, &f) }
+            // SAFETY: the plan keeps every offset inside its tensor.
+            row(
+                unsafe { po.0.offset(oo) },
+                at(sa.0, oa),
+                at(sb.0, ob),
+                inner,
+                len,
+            )
         });
     });
+}
+
+/// A binary function of the compute type that the loops call by its type,
+/// not through a closure: a large body (`pow`'s) behind a closure was kept
+/// out of line by the compiler, so compiled for the baseline only, and ran
+/// ten times slower than libm's `pow`.
+pub(crate) trait Kernel<C>: Copy + Sync {
+    fn apply(x: C, y: C) -> C;
+}
+
+/// `out = K(a, b)` as [`map_into`] (`in_place`: `a` is `out` itself, read a
+/// block at a time before that block is written), through [`row_kernel`].
+pub(super) fn map_kernel<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
+    out: &Tensor,
+    a: Arg,
+    b: Arg,
+    kernel: K,
+) {
+    map_rows::<T, T>(out, a, b, |o, a, b, strides, len| {
+        // SAFETY: map_rows' promise; an output that is `a` has a's layout.
+        unsafe { row_kernel(o, a, b, strides, len, kernel) }
+    });
+}
+
+super::isa::twin! {
+    /// One row of `out = K(a, b)`, `out` apart from the inputs or the same
+    /// elements as `a`.
+    ///
+    /// # Safety
+    /// As for [`row_into`], but `o` may address `a`'s elements.
+    unsafe fn row_kernel[T: Arith + Sink<T::C>, K: Kernel<T::C>](
+        o: *mut T, a: Src<T>, b: Src<T>, strides: [isize; 3], len: usize, kernel: K,
+    ) => row_kernel_body, avx512 if true;
+}
+
+/// [`row_kernel`] as built: any layout, through buffers of [`BLOCK`] elements of the
+/// compute type (the kernel's loop is then dense and vectorises, and a
+/// strided or narrow operand costs a copy in L1 beside a costly kernel).
+///
+/// # Safety
+/// As for [`row_kernel`].
+#[inline(always)]
+unsafe fn row_kernel_body<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
+    o: *mut T,
+    a: Src<T>,
+    b: Src<T>,
+    [so, sa, sb]: [isize; 3],
+    len: usize,
+    _: K,
+) {
+    const N: usize = BLOCK;
+    let zero = <T::C as bytemuck::Zeroable>::zeroed();
+    let (mut xa, mut xb, mut r) = ([zero; N], [zero; N], [zero; N]);
+    let mut raw = [T::zeroed(); N];
+    let mut i = 0;
+    // SAFETY (whole loop): the caller's promise on every pointer and length;
+    // a block of `a` is read before the same block of `o` is written.
+    unsafe {
+        while i < len {
+            let n = N.min(len - i);
+            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
+                match src {
+                    Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
+                    Src::Mem(p) => {
+                        let p = p.offset(i as isize * s);
+                        for (j, v) in raw[..n].iter_mut().enumerate() {
+                            *v = *p.offset(j as isize * s);
+                        }
+                        T::widen_slice(&raw[..n], &mut x[..n]);
+                    }
+                    Src::Value(v) => x[..n].fill(v),
+                }
+            }
+            for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
+                *r = K::apply(x, y);
+            }
+            if so == 1 {
+                T::put_slice(&r[..n], slice_mut(o.add(i), n));
+            } else {
+                T::put_slice(&r[..n], &mut raw[..n]);
+                let o = o.offset(i as isize * so);
+                for (j, &v) in raw[..n].iter().enumerate() {
+                    *o.offset(j as isize * so) = v;
+                }
+            }
+            i += n;
+        }
+    }
 }
 
 /// `out = f(out, b)` in place; `b` broadcasts to `out` and does not overlap it.
@@ -549,7 +661,9 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
 macro_rules! binary_dispatch {
     ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// `out = a op b` in `out`'s dtype (see [`map_into`]); `in_place`:
-        /// `a` is `out` itself.
+        /// `a` is `out` itself. Inlined into `binary`, which takes pow
+        /// apart first, so the compiler drops pow's arm (and its closure).
+        #[inline(always)]
         fn binary_typed<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
             match op {
                 $(BinaryOp::$V => {
@@ -567,10 +681,10 @@ crate::binary_ops!(binary_dispatch);
 /// unless `in_place`: `a` is `out` itself (and `b` a tensor apart or a number).
 pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool) {
     with_compute_element!(out.dtype(), T => {
-        if let (BinaryOp::Pow, Arg::Number(e)) = (op, b)
-            && super::pow::pow_by_number::<T>(out, a, e, in_place)
-        {
-            return;
+        if op == BinaryOp::Pow {
+            // Not through binary_typed's closure (see `Kernel`); its arm
+            // for pow is dead, and the compiler drops it.
+            return super::pow::pow::<T>(out, a, b, in_place);
         }
         binary_typed::<T>(out, a, b, op, in_place)
     })
@@ -594,6 +708,9 @@ pub(crate) fn compare(out: &Tensor, a: Arg, b: Arg, dtype: DType, op: CompareOp)
 macro_rules! unary_dispatch {
     ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// `out = op(src)` in `out`'s dtype; `in_place`: `src` is `out`.
+        /// Inlined into `unary`, whose match leaves the arms of exp and
+        /// log dead, so the compiler drops them (and their closures).
+        #[inline(always)]
         fn unary_typed<T: Arith + Sink<T::C>>(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
             let zero = Arg::Number(Scalar::Int(0));
             match op {
@@ -648,7 +765,38 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         _ if vmath::unary_dense(out, src, op) => return,
         _ => {}
     }
-    with_compute_element!(out.dtype(), T => unary_typed::<T>(out, src, op, in_place))
+    // exp and ln over other layouts as the loops' `Kernel` (the vmath
+    // kernels behind a closure stayed out of line, compiled for the
+    // baseline with a software `fma`); their arms of unary_typed are dead.
+    let x = Arg::Tensor(src);
+    let zero = Arg::Number(Scalar::Int(0));
+    with_compute_element!(out.dtype(), T => match op {
+        UnaryOp::Exp => map_kernel::<T, _>(out, x, zero, ExpKernel),
+        UnaryOp::Log => map_kernel::<T, _>(out, x, zero, LogKernel),
+        _ => unary_typed::<T>(out, src, op, in_place),
+    })
+}
+
+/// [`Arith::exp`] as a [`Kernel`] (the second operand unused).
+#[derive(Clone, Copy)]
+struct ExpKernel;
+
+impl<C: Arith> Kernel<C> for ExpKernel {
+    #[inline(always)]
+    fn apply(x: C, _: C) -> C {
+        x.exp()
+    }
+}
+
+/// [`Arith::log`] as a [`Kernel`] (the second operand unused).
+#[derive(Clone, Copy)]
+struct LogKernel;
+
+impl<C: Arith> Kernel<C> for LogKernel {
+    #[inline(always)]
+    fn apply(x: C, _: C) -> C {
+        x.log()
+    }
 }
 
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns

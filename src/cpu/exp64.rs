@@ -19,7 +19,7 @@
 //! the same bits.
 
 /// `2^(j/16)` rounded to float64, `j` in 0..16.
-const TABLE_HI: [u64; 16] = [
+pub(super) const TABLE_HI: [u64; 16] = [
     0x3ff0_0000_0000_0000,
     0x3ff0_b558_6cf9_890f,
     0x3ff1_72b8_3c7d_517b,
@@ -81,10 +81,24 @@ const ROUND: f64 = 6_755_399_441_055_744.0;
 /// in [0.98, 2.03].
 #[inline(always)]
 pub(super) fn parts(x: f64) -> (f64, i64) {
+    parts_then(x, |r| r)
+}
+
+/// [`parts`] of `e^(x + tail)`, `tail` below `x`'s last bit (the low half
+/// of a double-double exponent, as `pow`'s): added to the reduced argument,
+/// where it is not lost.
+#[inline(always)]
+pub(super) fn parts_tail(x: f64, tail: f64) -> (f64, i64) {
+    parts_then(x, |r| r + tail)
+}
+
+/// [`parts`] with `adjust` applied to the reduced argument `r`.
+#[inline(always)]
+fn parts_then(x: f64, adjust: impl Fn(f64) -> f64) -> (f64, i64) {
     let t = x.mul_add(INV_STEP, ROUND);
     let kf = t - ROUND; // round(16x / ln 2)
     let hi = (-kf).mul_add(STEP_HI, x); // exact: k · STEP_HI is
-    let r = (-kf).mul_add(STEP_LO, hi);
+    let r = adjust((-kf).mul_add(STEP_LO, hi));
     let p = P[4]
         .mul_add(r, P[3])
         .mul_add(r, P[2])

@@ -31,6 +31,8 @@ mod sqrt;
 mod strided;
 mod sum_lanes;
 mod vmath;
+mod vpow;
+mod vpow_table;
 
 pub(crate) use backend::Cpu;
 pub(crate) use copy::materialize;

@@ -16,19 +16,41 @@
 //! - every real dtype: 0 gives 1 (NaN too), 1 the input.
 //!
 //! Complex numbers and bools keep the general path.
+//!
+//! The general path is [`Arith::pow`] (for float32 and float64 `vpow.rs`'
+//! kernels, which float16 and bfloat16 compute in) as the loops'
+//! [`Kernel`]: called by type, through buffers, so that the kernel's loop
+//! inlines into the instruction-set copies and vectorises.
 
 use super::arith::Arith;
-use super::elementwise::{Arg, Sink, map_inplace, map_into};
+use super::elementwise::{Arg, Kernel, Sink, map_inplace, map_into, map_kernel};
 use crate::{Category, Element, Scalar, Tensor};
+
+/// `out = a ** b` (`in_place`: `a` is `out` itself), every tensor of
+/// `out`'s dtype, as `elementwise::binary` takes it.
+pub(crate) fn pow<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, in_place: bool) {
+    if let Arg::Number(e) = b
+        && pow_by_number::<T>(out, a, e, in_place)
+    {
+        return;
+    }
+    map_kernel::<T, _>(out, a, b, Pow)
+}
+
+/// [`Arith::pow`] as the loops' [`Kernel`].
+#[derive(Clone, Copy)]
+struct Pow;
+
+impl<C: Arith> Kernel<C> for Pow {
+    #[inline(always)]
+    fn apply(x: C, y: C) -> C {
+        x.pow(y)
+    }
+}
 
 /// `out = a ** e` (`in_place`: `a` is `out`) when `e` has a special form
 /// for this dtype; false (nothing written) otherwise.
-pub(crate) fn pow_by_number<T: Arith + Sink<T::C>>(
-    out: &Tensor,
-    a: Arg,
-    e: Scalar,
-    in_place: bool,
-) -> bool {
+fn pow_by_number<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, e: Scalar, in_place: bool) -> bool {
     let e = match e {
         Scalar::Int(i) => i as f64,
         Scalar::Float(f) => f,

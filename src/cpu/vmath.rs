@@ -386,7 +386,7 @@ fn pow2_f32(k: i32) -> f32 {
 
 /// `2^k` for `k` in the normal exponent range of f64.
 #[inline(always)]
-fn pow2_f64(k: i64) -> f64 {
+pub(super) fn pow2_f64(k: i64) -> f64 {
     f64::from_bits((k.wrapping_add(1023) as u64) << 52)
 }
 

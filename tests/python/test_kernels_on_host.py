@@ -398,7 +398,8 @@ def test_float_to_integer_casts_wrap_through_int64_like_the_cpu_backend(lib, src
 # =========================================================================== pow, comparisons, abs, reductions
 # The CUDA backend promises the CPU backend's semantics for these, bit for bit where the
 # arithmetic allows: references are NumPy (integers exactly, with Python's big integers for
-# wrapping powers), the C library's powf/pow (which the CPU backend's Rust calls too) and,
+# wrapping powers), the C library's powf/pow (what the host emulation of CUDA's calls: the
+# CPU backend's own kernels, src/cpu/vpow.rs, are within an ulp of them) and,
 # for rounding a float64 result to a dtype, dlbridge's own CPU cast (the `half` crate's
 # conversions, which the reduction kernels mirror).
 

@@ -190,3 +190,107 @@ def test_float64_and_integers_round_once_to_narrow_floats(dtype, bits, min_exp):
     for src in (ints, ints[np.abs(ints) < 2**31].astype(np.int32)):
         got = torch.from_dlpack(db.from_numpy(src).to(to)).double().numpy()
         np.testing.assert_array_equal(got, round_once(src.astype(np.float64), bits, min_exp))
+
+
+# --------------------------------------------------------------------------- pow
+
+
+def pow_pairs(dtype, n, seed):
+    """Bases and exponents whose powers cover the dtype's range (subnormal
+    and overflowing results too), bases near 1 with large exponents (where
+    `ln x` needs more than the dtype's precision), negative bases with
+    integer exponents and every pair of special values."""
+    rng = np.random.default_rng(seed)
+    span = 60 if dtype == np.float32 else 500
+    x = np.exp2(rng.uniform(-span / 3, span / 3, n))
+    y = rng.uniform(-3, 3, n)
+    near = 1 + rng.uniform(-1e-4, 1e-4, n // 4)
+    big = rng.uniform(-1e5, 1e5, n // 4) * (1 if dtype == np.float64 else 1e-2)
+    neg = -np.exp2(rng.uniform(-8, 8, n // 4))
+    ints = rng.integers(-40, 40, n // 4).astype(np.float64)
+    special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan,
+                        1e-310 if dtype == np.float64 else 1e-40])
+    sx, sy = (v.ravel() for v in np.meshgrid(special, special))
+    with np.errstate(over="ignore"):
+        return (np.concatenate([x, near, neg, sx]).astype(dtype), np.concatenate([y, big, ints, sy]).astype(dtype))
+
+
+def test_float64_pow_is_within_one_ulp():
+    """float64 `a ** b` (src/cpu/vpow.rs: a double-double logarithm and the
+    table-driven exp) against long double's `powl` (64 bits of mantissa:
+    the exact value to float64's purposes): within 1 ulp, and C99's special
+    values (NumPy's `np.power`, libm's) bit for bit."""
+    x, y = pow_pairs(np.float64, 200_000, 11)
+    got = (db.from_numpy(x) ** db.from_numpy(y)).numpy()
+    with np.errstate(all="ignore"):
+        exact = np.power(x.astype(np.longdouble), y.astype(np.longdouble))
+        want = np.power(x, y)
+    finite = np.isfinite(want) & np.isfinite(got) & (want != 0)
+    spacing = np.spacing(np.abs(want[finite])).astype(np.longdouble)
+    err = np.abs(got[finite].astype(np.longdouble) - exact[finite]) / spacing
+    worst = int(np.argmax(err))
+    assert err[worst] < 1.0, f"pow({x[finite][worst]!r}, {y[finite][worst]!r}): {err[worst]} ulp"
+    # Zeros, infinities and NaN where libm gives them, with its signs.
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    rest = ~finite & ~np.isnan(want)
+    assert np.array_equal(got[rest], want[rest]) and np.array_equal(np.signbit(got[rest]), np.signbit(want[rest]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_narrow_pow_is_correctly_rounded(dtype):
+    """float32 `a ** b` (its own float64 kernel) is the exact power rounded
+    (from float64's, which is within an ulp of float64) but for near-ties,
+    at most one in ten thousand, and then within 1 ulp; float16 computes in
+    it and rounds once more, as torch does. Special values as NumPy's."""
+    x, y = pow_pairs(np.float32, 200_000, 12)
+    if dtype == np.float16:
+        x, y = x.astype(np.float16), y.astype(np.float16)
+    got = (db.from_numpy(x) ** db.from_numpy(y)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32).astype(dtype)
+    off = ~((got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want))
+    assert off.sum() <= len(x) // 10_000, (off.sum(), list(zip(x[off][:5], y[off][:5], got[off][:5], want[off][:5])))
+    apart = np.abs(got[off].astype(np.float64) - want[off]) / np.spacing(np.abs(want[off])).astype(np.float64)
+    assert (apart <= 1).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_pow_gives_the_same_bits_in_every_layout(dtype):
+    """The general power runs one kernel for every layout: strided,
+    transposed, broadcast, a number on either side and in place give the
+    dense result's bits (and within an ulp of torch's SLEEF kernels)."""
+    g = torch.Generator().manual_seed(3)
+    a = (torch.rand(64, 33, generator=g, dtype=torch.float64) * 4).to(getattr(torch, dtype))
+    b = ((torch.rand(64, 33, generator=g, dtype=torch.float64) - 0.5) * 6).to(getattr(torch, dtype))
+    a[0, :5] = torch.tensor([0.0, -2.0, float("inf"), float("nan"), 1.0])
+    b[0, :5] = torch.tensor([-1.0, 3.0, -0.5, 0.0, float("nan")])
+    da, dbb = db.from_dlpack(a), db.from_dlpack(b)
+
+    def dense(u, v):
+        return torch.from_dlpack(db.from_dlpack(u.contiguous()) ** db.from_dlpack(v.contiguous()))
+
+    def same(got, want):
+        got = torch.from_dlpack(got)
+        assert torch.equal(got.isnan(), want.isnan())
+        assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(want))
+
+    same(da[::2, 1::3] ** dbb[::2, 1::3], dense(a[::2, 1::3], b[::2, 1::3]))
+    same(da.T ** dbb.T, dense(a.T, b.T))
+    same(da ** dbb[3], dense(a, b[3].expand(64, 33)))
+    # A number travels in the compute type (float32 for float16 and
+    # bfloat16, unrounded to the dtype, as torch's does).
+    wide = torch.float32 if dtype in ("float16", "bfloat16") else a.dtype
+    same(da ** 2.7, dense(a.to(wide), torch.full(a.shape, 2.7, dtype=wide)).to(a.dtype))
+    same(1.3 ** dbb, dense(torch.full(b.shape, 1.3, dtype=wide), b.to(wide)).to(a.dtype))
+    t = db.from_dlpack(a.clone())
+    t[::3].pow_(dbb[::3])
+    want = a.clone()
+    want[::3] = dense(a[::3], b[::3])
+    same(t, want)
+    # Against torch: within one ulp of the dtype (both round a float32 or
+    # float64 power once).
+    got = torch.from_dlpack(da ** dbb).double()
+    ref = (a ** b).double()
+    ok = (got == ref) | (got.isnan() & ref.isnan())
+    ulp = {"float32": 2**-23, "float64": 2**-52, "float16": 2**-10, "bfloat16": 2**-7}[dtype]
+    assert (ok | ((got - ref).abs() <= ulp * ref.abs())).all()

@@ -1,0 +1,369 @@
+//! `x ** y` for float32 and float64 that the compiler vectorises.
+//!
+//! libm's `pow` and `powf` are calls, an element at a time, and torch's
+//! loops call SLEEF's vector kernels: with libm, dlbridge's `a ** b` ran
+//! 1.3-1.4x torch's time. Here `|x|^y = e^(y ln|x|)`, all in float64:
+//!
+//! - `ln|x|` as a double-double, within about 2^-67 of the exact value:
+//!   `x = 2^k m` with `m` in [0.709, 1.418), one of 128 slots by `m`'s top
+//!   bits holds `invc ≈ 1/c` and `ln c` (high and low parts, written by
+//!   `tools/pow_log_table.py`), `z = m·invc − 1` (`|z| ≤ 2^-8`) is exact as
+//!   a double-double, and `ln(1 + z) = z − z²/2 + z³Q(z)` with `Q` Taylor's
+//!   seven terms; the leading terms' rounding errors are carried in the low
+//!   part. The slot holding 1 has `invc = 1`, so `x` near 1 loses nothing.
+//! - `y ln|x|` as a double-double (an FMA), its low part added to the
+//!   reduced argument of [`exp64`]'s table kernel.
+//!
+//! So a float64 result is within about 0.7 ulp (the exp kernel's error and
+//! the final rounding), and a float32 one, computed in float64 and rounded,
+//! is the correctly rounded power in all but rare ties. No branches: C99's
+//! special cases (`pow(x, ±0) = 1` even for NaN, `pow(1, y) = 1`,
+//! `pow(-1, ±inf) = 1`, negative bases with integer and other exponents,
+//! zeros, infinities, NaN) are selected afterwards, so a loop of it
+//! vectorises, gathers for the table included.
+
+use super::exp64;
+use super::vmath::pow2_f64;
+use super::vpow_table::{INVC, INVC32, LOGC_HI, LOGC_LO, LOGC32};
+
+/// Subtracted from `x`'s bits: the slots' first `m` (0.709) and so where
+/// the exponent `k` changes; chosen so that 1 lies inside a slot, not on
+/// its edge.
+const OFF: u64 = 0x3fe6_b000_0000_0000;
+/// `ln 2` to 32 significant bits: `k · LN2_HI` is exact for `|k| < 2^21`.
+const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+/// `ln 2 − LN2_HI`.
+const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+/// `2^52`: a float64 whose last bit is 1, for integers held in the mantissa.
+const TWO52: f64 = 4_503_599_627_370_496.0;
+/// `2^54`: scales a subnormal into the normal range.
+const TWO54: f64 = 18_014_398_509_481_984.0;
+
+/// `ln x` as `(hi, lo)` for a positive finite `x` (subnormals too); other
+/// inputs give meaningless values, which the caller replaces.
+#[inline(always)]
+fn ln_dd(x: f64) -> (f64, f64) {
+    let sub = x < f64::MIN_POSITIVE;
+    let ix = if sub { x * TWO54 } else { x }.to_bits();
+    let tmp = ix.wrapping_sub(OFF);
+    let slot = ((tmp >> 45) & 127) as usize;
+    // k + 1024 (in [2, 2048]) held in a float64's mantissa: a conversion
+    // AVX2 lacks for 64-bit integers, done by the 2^52 trick.
+    let biased = tmp.wrapping_add(1024 << 52) >> 52;
+    let kd =
+        f64::from_bits(TWO52.to_bits() | biased) - (TWO52 + 1024.0) - if sub { 54.0 } else { 0.0 };
+    let m = f64::from_bits(ix.wrapping_sub(tmp & (0xfff << 52)));
+    let invc = f64::from_bits(INVC[slot]);
+    let (lch, lcl) = (f64::from_bits(LOGC_HI[slot]), f64::from_bits(LOGC_LO[slot]));
+    // z = m·invc − 1 = zh + zl exactly: the product's error by an FMA, and
+    // p − 1 exact (p within 2^-8 of 1).
+    let p = m * invc;
+    let zl = m.mul_add(invc, -p);
+    let zh = p - 1.0;
+    let z = zh + zl;
+    // k ln2 + ln c + zh, each sum's rounding error kept (two fast
+    // two-sums: |k ln2| > |ln c| unless k = 0, and |ln c| > |zh| unless
+    // c = 1, where the sum is exact).
+    let a = kd * LN2_HI;
+    let t1 = a + lch;
+    let e1 = (a - t1) + lch;
+    let t2 = t1 + zh;
+    let e2 = (t1 - t2) + zh;
+    // −zh²/2 exactly as s + s_lo, then added to t2 (|t2| > |s|).
+    let half = -0.5 * zh;
+    let s = half * zh;
+    let s_lo = half.mul_add(zh, -s);
+    let hi = t2 + s;
+    let e3 = (t2 - hi) + s;
+    // z³Q(z), Q(z) = 1/3 − z/4 + z²/5 − ... + z⁶/9: its truncation and
+    // roundings lie below 2^-75.
+    let q = (1.0 / 9.0f64)
+        .mul_add(z, -1.0 / 8.0)
+        .mul_add(z, 1.0 / 7.0)
+        .mul_add(z, -1.0 / 6.0)
+        .mul_add(z, 1.0 / 5.0)
+        .mul_add(z, -1.0 / 4.0)
+        .mul_add(z, 1.0 / 3.0);
+    let cubic = (z * z) * (z * q);
+    // The small terms: zh·zl is −z²/2's cross term.
+    let lo = kd.mul_add(LN2_LO, lcl) + (e1 + e2) + (zl + e3) + (s_lo - zh * zl) + cubic;
+    let l = hi + lo;
+    (l, (hi - l) + lo)
+}
+
+/// `x ** y` in float64, with C99's special values (as libm's `pow`, torch
+/// and NumPy).
+#[inline(always)]
+pub(crate) fn pow_f64(x: f64, y: f64) -> f64 {
+    let ax = x.abs();
+    let (lh, ll) = ln_dd(ax);
+    // ln 0 = -inf, ln inf = inf, ln NaN = NaN (`ax` itself for the last two).
+    let inside = ax > 0.0 && ax < f64::INFINITY;
+    let lh = if inside {
+        lh
+    } else if ax == 0.0 {
+        f64::NEG_INFINITY
+    } else {
+        ax
+    };
+    let ll = if inside { ll } else { 0.0 };
+    // y ln|x| = th + tl; past the exp kernel's range the low part may be
+    // NaN (inf − inf) and is not needed.
+    let th = y * lh;
+    let tl = y.mul_add(lh, -th) + y * ll;
+    let tl = if th.abs() < 1024.0 { tl } else { 0.0 };
+    let (e, k) = exp64::parts_tail(th.clamp(-746.0, 710.0), tl);
+    // Two exact scalings: a subnormal result rounds once, 0 and inf past
+    // the ends.
+    let r = e * pow2_f64(k >> 1) * pow2_f64(k - (k >> 1));
+    let r = if th.is_nan() { th } else { r };
+    // A negative base: an odd integer exponent negates, a finite
+    // non-integer one gives NaN (-0 and -inf take only the sign).
+    let integer = y == y.trunc(); // the infinities count as even integers
+    let h = 0.5 * y;
+    let odd = integer && h != h.trunc();
+    let r = if x.is_sign_negative() && odd { -r } else { r };
+    let r = if x < 0.0 && x > f64::NEG_INFINITY && !integer {
+        f64::NAN
+    } else {
+        r
+    };
+    if y == 0.0 || x == 1.0 || (ax == 1.0 && y.is_infinite()) {
+        1.0
+    } else {
+        r
+    }
+}
+
+/// [`pow_f32`]'s slot offset: `m` in [0.695, 1.391), 1 inside a slot.
+const OFF32: u32 = 0x3f32_0000;
+
+/// `x ** y` in float32, with C99's special values: `e^(y ln|x|)` in
+/// float64 arithmetic, rounded once to float32. A lighter kernel than
+/// [`pow_f64`]'s, for float32's needs (about 2^-40 relative error before
+/// the rounding, so the result is the correctly rounded power but for
+/// rare near-ties): `ln|x|` from a table of 32 slots (`|r| ≤ 2^-6`) and
+/// `ln(1 + r)`'s Taylor series to `r^7`; `e^t` from `exp64`'s table of
+/// `2^(j/16)` and Taylor's series to `r^5`. Every float32 result lies far
+/// inside float64's normal range, so the scaling is one integer add and
+/// the rounding to float32 makes the subnormals, zeros and infinities.
+#[inline(always)]
+pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
+    let ax = x.abs();
+    // ln|x|: subnormals scaled into the normal range first.
+    let sub = ax < f32::MIN_POSITIVE;
+    let ix = if sub { ax * 8_388_608.0 } else { ax }.to_bits(); // 2^23
+    let tmp = ix.wrapping_sub(OFF32);
+    let slot = ((tmp >> 18) & 31) as usize;
+    let k = (tmp as i32 >> 23) - if sub { 23 } else { 0 };
+    let m = f64::from(f32::from_bits(ix.wrapping_sub(tmp & 0xff80_0000)));
+    let r = m.mul_add(f64::from_bits(INVC32[slot]), -1.0);
+    let p = (1.0 / 7.0f64)
+        .mul_add(r, -1.0 / 6.0)
+        .mul_add(r, 1.0 / 5.0)
+        .mul_add(r, -1.0 / 4.0)
+        .mul_add(r, 1.0 / 3.0)
+        .mul_add(r, -0.5)
+        .mul_add(r, 1.0);
+    let ln = f64::from(k).mul_add(std::f64::consts::LN_2, f64::from_bits(LOGC32[slot])) + r * p;
+    // ln 0 = -inf, ln inf = inf, ln NaN = NaN (`ax` itself for the last two).
+    let inside = ax > 0.0 && ax < f32::INFINITY;
+    let ln = if inside {
+        ln
+    } else if ax == 0.0 {
+        f64::NEG_INFINITY
+    } else {
+        f64::from(ax)
+    };
+    let t = f64::from(y) * ln;
+    // e^t for t within ±200 (beyond, float32's 0 or inf either way):
+    // t = (16q + j) ln2/16 + s, |s| ≤ ln2/32.
+    let tc = t.clamp(-200.0, 200.0);
+    const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
+    let u = tc.mul_add(16.0 * std::f64::consts::LOG2_E, ROUND);
+    let qf = u - ROUND;
+    let s = (-qf).mul_add(std::f64::consts::LN_2 / 16.0, tc);
+    let es = (1.0 / 120.0f64)
+        .mul_add(s, 1.0 / 24.0)
+        .mul_add(s, 1.0 / 6.0)
+        .mul_add(s, 0.5)
+        .mul_add(s, 1.0)
+        .mul_add(s, 1.0);
+    let q = u.to_bits().wrapping_sub(ROUND.to_bits());
+    // 2^(j/16) · 2^floor(q/16): the table entry's exponent raised by
+    // q's bits above j (a wrapping shift: q may be negative).
+    let scale = f64::from_bits(exp64::TABLE_HI[(q & 15) as usize].wrapping_add((q & !15) << 48));
+    let e = (scale * es) as f32;
+    let e = if t.is_nan() { f32::NAN } else { e };
+    // A negative base: an odd integer exponent negates, a finite
+    // non-integer one gives NaN (-0 and -inf take only the sign).
+    let integer = y == y.trunc();
+    let h = 0.5 * y;
+    let odd = integer && h != h.trunc();
+    let e = if x.is_sign_negative() && odd { -e } else { e };
+    let e = if x < 0.0 && x > f32::NEG_INFINITY && !integer {
+        f32::NAN
+    } else {
+        e
+    };
+    if y == 0.0 || x == 1.0 || (ax == 1.0 && y.is_infinite()) {
+        1.0
+    } else {
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pow_f32, pow_f64};
+
+    /// Whether `a` and `b` are the same value (NaN equal to NaN, signed zeros apart).
+    fn same(a: f64, b: f64) -> bool {
+        (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+    }
+
+    /// C99 Annex F's special cases, written out (Miri perturbs std's
+    /// `powf`, so it is not the reference here).
+    #[test]
+    fn special_values_as_c99() {
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        let cases = [
+            (nan, 0.0, 1.0),
+            (nan, -0.0, 1.0),
+            (1.0, nan, 1.0),
+            (1.0, inf, 1.0),
+            (-1.0, inf, 1.0),
+            (-1.0, -inf, 1.0),
+            (-1.0, nan, nan),
+            (nan, 1.0, nan),
+            (2.0, nan, nan),
+            (0.0, -3.0, inf),
+            (-0.0, -3.0, -inf),
+            (-0.0, -2.0, inf),
+            (-0.0, -0.5, inf),
+            (0.0, 3.0, 0.0),
+            (-0.0, 3.0, -0.0),
+            (-0.0, 2.0, 0.0),
+            (-0.0, 0.5, 0.0),
+            (0.0, -inf, inf),
+            (-0.0, inf, 0.0),
+            (0.5, inf, 0.0),
+            (0.5, -inf, inf),
+            (2.0, inf, inf),
+            (2.0, -inf, 0.0),
+            (-2.0, inf, inf),
+            (-0.5, inf, 0.0),
+            (inf, -1.0, 0.0),
+            (inf, 0.5, inf),
+            (-inf, 3.0, -inf),
+            (-inf, -3.0, -0.0),
+            (-inf, 2.0, inf),
+            (-inf, -2.0, 0.0),
+            (-inf, 0.5, inf),
+            (-inf, -0.5, 0.0),
+            (-2.0, 0.5, nan),
+            (-2.0, 3.0, -8.0),
+            (-2.0, -2.0, 0.25),
+            (-8.0, 1.0 / 3.0, nan),
+            (2.0, 1024.0, inf),
+            (2.0, -1075.0, 0.0),
+            (2.0, -1074.0, 5e-324),
+            (-2.0, -1075.0, -0.0),
+            (10.0, 308.0, 1e308),
+            (0.5, 1e300, 0.0),
+            (1e-300, 1e300, 0.0),
+            (-1e-300, 1e300, 0.0),
+            (3.0, 2.0, 9.0),
+            (f64::MAX, 1.0, f64::MAX),
+            (5e-324, 1.0, 5e-324),
+            (5e-324, -1.0, inf),
+        ];
+        for (x, y, want) in cases {
+            assert!(
+                same(pow_f64(x, y), want),
+                "pow({x}, {y}) = {}",
+                pow_f64(x, y)
+            );
+            let (x, y, want) = (x as f32, y as f32, want as f32);
+            if !x.is_finite() || x.abs() > 1e-30 {
+                let got = pow_f32(x, y) as f64;
+                assert!(same(got, want as f64), "powf({x}, {y}) = {got}");
+            }
+        }
+    }
+
+    /// xorshift64: the same pseudo-random values on every run.
+    fn values(n: usize, mut f: impl FnMut(u64) -> f64) -> Vec<f64> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                f(state)
+            })
+            .collect()
+    }
+
+    /// Within 1 ulp of glibc's `pow` (correctly rounded nearly always) over
+    /// random bases and exponents, results normal and subnormal, bases near 1
+    /// with large exponents (where `ln x` needs its low part), and negative
+    /// bases with integer exponents; and no further than glibc from the
+    /// exact value, measured as float32 against float64.
+    #[test]
+    #[cfg_attr(miri, ignore)] // hundreds of thousands of values
+    fn within_an_ulp_of_libm() {
+        let unit = |s: u64| (s >> 11) as f64 / (1u64 << 53) as f64;
+        let bases = values(100_000, |s| 2f64.powf(unit(s) * 200.0 - 100.0));
+        let exps = values(100_000, |s| unit(s.rotate_left(17)) * 20.0 - 10.0);
+        let near = values(20_000, |s| 1.0 + (unit(s) - 0.5) * 1e-6);
+        let big = values(20_000, |s| (unit(s.rotate_left(9)) - 0.5) * 1e8);
+        let mut pairs: Vec<(f64, f64)> = bases.iter().copied().zip(exps.iter().copied()).collect();
+        pairs.extend(near.iter().copied().zip(big.iter().copied()));
+        pairs.extend(bases.iter().zip(&exps).map(|(&b, &e)| (b, e * 120.0))); // to 2^-1074 and past
+        pairs.extend(
+            bases
+                .iter()
+                .zip(&exps)
+                .map(|(&b, &e)| (-b, (e * 10.0).round())),
+        );
+        let (mut worst, mut differ, total) = (0u64, 0usize, pairs.len());
+        for (x, y) in pairs {
+            let (got, want) = (pow_f64(x, y), x.powf(y));
+            let apart = if same(got, want) {
+                0
+            } else {
+                assert!(
+                    got.is_finite() && want.is_finite(),
+                    "pow({x:e}, {y:e}): {got:e} vs {want:e}"
+                );
+                got.to_bits().abs_diff(want.to_bits())
+            };
+            assert!(apart <= 1, "pow({x:e}, {y:e}): {got:e} vs {want:e}");
+            worst = worst.max(apart);
+            differ += usize::from(apart > 0);
+        }
+        eprintln!("float64: {differ} of {total} a bit from libm's (worst {worst} ulp)");
+        // float32: the float64 result rounded is the reference (the exact
+        // power but for rare double roundings): bases 2^±20 and exponents
+        // ±6 (results to both ends of float32's range), and bases near 1
+        // with large exponents.
+        let (mut ours, mut libm) = (0, 0);
+        let f32_pairs = bases
+            .iter()
+            .zip(&exps)
+            .map(|(&b, &e)| ((b.log2() * 0.2).exp2() as f32, (e * 0.6) as f32))
+            .chain(
+                near.iter()
+                    .zip(&big)
+                    .map(|(&b, &e)| ((1.0 + (b - 1.0) * 1e3) as f32, (e * 1e-4) as f32)),
+            );
+        for (x, y) in f32_pairs {
+            let exact = f64::from(x).powf(f64::from(y)) as f32;
+            ours += usize::from(!same(pow_f32(x, y) as f64, exact as f64));
+            libm += usize::from(!same(x.powf(y) as f64, exact as f64));
+        }
+        eprintln!("float32 results off the rounded float64 one: {ours} (libm {libm}) of 120000");
+        assert!(ours <= libm, "{ours} > libm's {libm}");
+    }
+}
