@@ -10,11 +10,15 @@
 //! one of them is a single value), else a strided loop. float16 and bfloat16
 //! are converted a block at a time to float32 (`narrow/`),
 //! computed there and rounded once. Large loops split across threads
-//! (`parallel.rs`).
+//! (`parallel.rs`). Costly ops (the general power, `exp` and `log` over
+//! strided layouts) run [`map_kernel`]: the same walk, rows by
+//! `kernel.rs`' loop, which calls the op by type.
 
 use super::arith::{Arith, BinaryOp, CompareOp};
+use super::kernel::{ExpKernel, Kernel, LogKernel, row_kernel};
 use super::narrow::{CHUNK, ChunkIsa};
-use super::parallel::{Shared, for_elements};
+use super::operand::{BLOCK, Sink, Src, load, slice, slice_mut};
+use super::parallel::{Shared, for_elements, for_range, grain};
 use super::plan::{DIMS, Plan};
 use super::sqrt;
 use super::strided::{view, view_mut};
@@ -24,111 +28,6 @@ use crate::{DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 use smallvec::SmallVec;
-
-/// Elements per block of the float16/bfloat16 paths (three stack arrays of
-/// float32 stay in L1).
-const BLOCK: usize = 256;
-
-/// Where the values of `out = f(a, b)` come from and go to: an output of
-/// `O`, inputs of `T` in memory or one value (already in the compute type).
-pub(crate) trait Sink<R>: Copy + bytemuck::Zeroable {
-    /// Whether [`put_chunk`](Self::put_chunk) rounds to bfloat16 (and so
-    /// gains from [`ChunkIsa::Bf16x`]).
-    const BF16: bool = false;
-    fn put(r: R) -> Self;
-    /// A chunk of results stored, by value (see `Arith::narrow_chunk`).
-    ///
-    /// # Safety
-    /// The CPU has what `isa` names.
-    #[inline(always)]
-    unsafe fn put_chunk(src: [R; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) {
-        let _ = isa;
-        *dst = src.map(Self::put);
-    }
-    #[inline(always)]
-    fn put_slice(src: &[R], dst: &mut [Self])
-    where
-        R: Copy,
-    {
-        dst.iter_mut()
-            .zip(src)
-            .for_each(|(d, &s)| *d = Self::put(s));
-    }
-}
-
-impl<T: Copy + bytemuck::Zeroable> Sink<T> for T {
-    #[inline(always)]
-    fn put(r: T) -> T {
-        r
-    }
-    #[inline(always)]
-    fn put_slice(src: &[T], dst: &mut [T]) {
-        dst.copy_from_slice(src)
-    }
-}
-
-macro_rules! narrow_sink {
-    ($($t:ty => $bf16:literal),*) => {$(
-        impl Sink<f32> for $t {
-            const BF16: bool = $bf16;
-            #[inline(always)]
-            fn put(r: f32) -> Self { <$t as Arith>::narrow(r) }
-            #[inline(always)]
-            fn put_slice(src: &[f32], dst: &mut [Self]) { <$t as Arith>::narrow_slice(src, dst) }
-            #[inline(always)]
-            unsafe fn put_chunk(src: [f32; CHUNK], dst: &mut [Self; CHUNK], isa: ChunkIsa) {
-                // SAFETY: the caller's promise, passed on.
-                unsafe { <$t as Arith>::narrow_chunk(src, dst, isa) }
-            }
-        }
-    )*};
-}
-narrow_sink!(half::f16 => false, half::bf16 => true);
-
-/// An input of the loops.
-#[derive(Clone, Copy)]
-enum Src<T: Arith> {
-    /// Memory at this address (element strides come from the plan).
-    Mem(*const T),
-    /// One value for every element (a Python number, or unary ops' unused side).
-    Value(T::C),
-}
-
-/// An operand's element strides.
-type Strides = SmallVec<[isize; DIMS]>;
-
-/// A slice of `len` elements at `p`.
-///
-/// # Safety
-/// `p` addresses `len` contiguous, initialised elements nobody writes meanwhile.
-#[inline(always)]
-unsafe fn slice<'a, T>(p: *const T, len: usize) -> &'a [T] {
-    // SAFETY: the caller's promise.
-    unsafe { std::slice::from_raw_parts(p, len) }
-}
-
-/// As [`slice`], writable.
-///
-/// # Safety
-/// As for [`slice`], and no other reference to these elements is alive.
-#[inline(always)]
-unsafe fn slice_mut<'a, T>(p: *mut T, len: usize) -> &'a mut [T] {
-    // SAFETY: the caller's promise.
-    unsafe { std::slice::from_raw_parts_mut(p, len) }
-}
-
-/// The value of `src` at element offset `off`, in the compute type.
-///
-/// # Safety
-/// A `Mem` source holds an element at `off`.
-#[inline(always)]
-unsafe fn load<T: Arith>(src: Src<T>, off: isize) -> T::C {
-    match src {
-        // SAFETY: the caller's promise.
-        Src::Mem(p) => unsafe { *p.offset(off) }.widen(),
-        Src::Value(v) => v,
-    }
-}
 
 /// The dense part of a float16/bfloat16 row (`a`, `b` each contiguous
 /// from `pa`/`pb`, or one value `va`/`vb` where there is none; the output
@@ -492,7 +391,7 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
     b: Arg,
     f: impl Fn(T::C, T::C) -> R + Sync,
 ) {
-    map_rows::<T, O>(out, a, b, |o, a, b, strides, len| {
+    map_rows::<T, O>(out, a, b, grain::<T>(), |o, a, b, strides, len| {
         // SAFETY: map_rows' promise.
         unsafe { row_into(o, a, b, strides, len, &f) }
     });
@@ -502,13 +401,14 @@ pub(super) fn map_into<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R> + Elem
 /// memory order, split across threads: `o`, `a` and `b` point at the
 /// row's first element of each operand (or carry its value), `strides`
 /// are their element strides along the row (out, a, b), and every element
-/// of the row lies inside its tensor; threads get disjoint rows of `out`.
-/// `out` (of `O`) is writable, tensor inputs (of `T`) walkable and
-/// broadcast to it.
+/// of the row lies inside its tensor; threads get disjoint rows of `out`,
+/// from `split_from` elements on. `out` (of `O`) is writable, tensor inputs
+/// (of `T`) walkable and broadcast to it.
 fn map_rows<T: Arith, O: Element>(
     out: &Tensor,
     a: Arg,
     b: Arg,
+    split_from: usize,
     row: impl Fn(*mut O, Src<T>, Src<T>, [isize; 3], usize) + Sync,
 ) {
     let shape = out.shape();
@@ -520,7 +420,7 @@ fn map_rows<T: Arith, O: Element>(
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ka, &kb]);
     let (po, sa, sb) = (Shared(out.data_ptr().cast::<O>()), Shared(sa), Shared(sb));
-    for_elements::<T>(out.numel(), |start, end| {
+    for_range(out.numel(), split_from, 64, |start, end| {
         let (po, sa, sb) = (po, sa, sb);
         let inner = plan.inner();
         plan.walk_strips(start, end, |[oo, oa, ob], len| {
@@ -541,14 +441,6 @@ fn map_rows<T: Arith, O: Element>(
     });
 }
 
-/// A binary function of the compute type that the loops call by its type,
-/// not through a closure: a large body (`pow`'s) behind a closure was kept
-/// out of line by the compiler, so compiled for the baseline only, and ran
-/// ten times slower than libm's `pow`.
-pub(crate) trait Kernel<C>: Copy + Sync {
-    fn apply(x: C, y: C) -> C;
-}
-
 /// `out = K(a, b)` as [`map_into`] (`in_place`: `a` is `out` itself, read a
 /// block at a time before that block is written), through [`row_kernel`].
 pub(super) fn map_kernel<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
@@ -557,76 +449,16 @@ pub(super) fn map_kernel<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
     b: Arg,
     kernel: K,
 ) {
-    map_rows::<T, T>(out, a, b, |o, a, b, strides, len| {
-        // SAFETY: map_rows' promise; an output that is `a` has a's layout.
-        unsafe { row_kernel(o, a, b, strides, len, kernel) }
-    });
-}
-
-super::isa::twin! {
-    /// One row of `out = K(a, b)`, `out` apart from the inputs or the same
-    /// elements as `a`.
-    ///
-    /// # Safety
-    /// As for [`row_into`], but `o` may address `a`'s elements.
-    unsafe fn row_kernel[T: Arith + Sink<T::C>, K: Kernel<T::C>](
-        o: *mut T, a: Src<T>, b: Src<T>, strides: [isize; 3], len: usize, kernel: K,
-    ) => row_kernel_body, avx512 if true;
-}
-
-/// [`row_kernel`] as built: any layout, through buffers of [`BLOCK`] elements of the
-/// compute type (the kernel's loop is then dense and vectorises, and a
-/// strided or narrow operand costs a copy in L1 beside a costly kernel).
-///
-/// # Safety
-/// As for [`row_kernel`].
-#[inline(always)]
-unsafe fn row_kernel_body<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
-    o: *mut T,
-    a: Src<T>,
-    b: Src<T>,
-    [so, sa, sb]: [isize; 3],
-    len: usize,
-    _: K,
-) {
-    const N: usize = BLOCK;
-    let zero = <T::C as bytemuck::Zeroable>::zeroed();
-    let (mut xa, mut xb, mut r) = ([zero; N], [zero; N], [zero; N]);
-    let mut raw = [T::zeroed(); N];
-    let mut i = 0;
-    // SAFETY (whole loop): the caller's promise on every pointer and length;
-    // a block of `a` is read before the same block of `o` is written.
-    unsafe {
-        while i < len {
-            let n = N.min(len - i);
-            for (x, src, s) in [(&mut xa, a, sa), (&mut xb, b, sb)] {
-                match src {
-                    Src::Mem(p) if s == 1 => T::widen_slice(slice(p.add(i), n), &mut x[..n]),
-                    Src::Mem(p) => {
-                        let p = p.offset(i as isize * s);
-                        for (j, v) in raw[..n].iter_mut().enumerate() {
-                            *v = *p.offset(j as isize * s);
-                        }
-                        T::widen_slice(&raw[..n], &mut x[..n]);
-                    }
-                    Src::Value(v) => x[..n].fill(v),
-                }
-            }
-            for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
-                *r = K::apply(x, y);
-            }
-            if so == 1 {
-                T::put_slice(&r[..n], slice_mut(o.add(i), n));
-            } else {
-                T::put_slice(&r[..n], &mut raw[..n]);
-                let o = o.offset(i as isize * so);
-                for (j, &v) in raw[..n].iter().enumerate() {
-                    *o.offset(j as isize * so) = v;
-                }
-            }
-            i += n;
-        }
-    }
+    map_rows::<T, T>(
+        out,
+        a,
+        b,
+        grain::<T>() / K::COST,
+        |o, a, b, strides, len| {
+            // SAFETY: map_rows' promise; an output that is `a` has a's layout.
+            unsafe { row_kernel(o, a, b, strides, len, kernel) }
+        },
+    );
 }
 
 /// `out = f(out, b)` in place; `b` broadcasts to `out` and does not overlap it.
@@ -657,6 +489,9 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
         });
     });
 }
+
+/// An operand's element strides.
+type Strides = SmallVec<[isize; DIMS]>;
 
 macro_rules! binary_dispatch {
     ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
@@ -775,28 +610,6 @@ pub(crate) fn unary(out: &Tensor, src: &Tensor, op: UnaryOp, in_place: bool) {
         UnaryOp::Log => map_kernel::<T, _>(out, x, zero, LogKernel),
         _ => unary_typed::<T>(out, src, op, in_place),
     })
-}
-
-/// [`Arith::exp`] as a [`Kernel`] (the second operand unused).
-#[derive(Clone, Copy)]
-struct ExpKernel;
-
-impl<C: Arith> Kernel<C> for ExpKernel {
-    #[inline(always)]
-    fn apply(x: C, _: C) -> C {
-        x.exp()
-    }
-}
-
-/// [`Arith::log`] as a [`Kernel`] (the second operand unused).
-#[derive(Clone, Copy)]
-struct LogKernel;
-
-impl<C: Arith> Kernel<C> for LogKernel {
-    #[inline(always)]
-    fn apply(x: C, _: C) -> C {
-        x.log()
-    }
 }
 
 /// Sets every element of `dst` to `value` (cast to dst's dtype). Returns

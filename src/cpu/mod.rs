@@ -15,10 +15,12 @@ mod elementwise;
 mod exp64;
 mod extreme;
 mod isa;
+mod kernel;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod log32;
 mod narrow;
 mod numpy_sum;
+mod operand;
 mod parallel;
 mod plan;
 mod pow;

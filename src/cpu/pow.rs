@@ -23,7 +23,9 @@
 //! inlines into the instruction-set copies and vectorises.
 
 use super::arith::Arith;
-use super::elementwise::{Arg, Kernel, Sink, map_inplace, map_into, map_kernel};
+use super::elementwise::{Arg, map_inplace, map_into, map_kernel};
+use super::kernel::Kernel;
+use super::operand::Sink;
 use crate::{Category, Element, Scalar, Tensor};
 
 /// `out = a ** b` (`in_place`: `a` is `out` itself), every tensor of
@@ -42,6 +44,11 @@ pub(crate) fn pow<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, in_place:
 struct Pow;
 
 impl<C: Arith> Kernel<C> for Pow {
+    // Splits from 2048 elements. Two threads against one, float32 `a ** b`
+    // (Sapphire Rapids, 2 cores): 1000 elements 3.2 µs against 2.4, 2000
+    // 4.0 against 4.4, 4000 5.8 against 8.2; float64 even at 1000 (3.9
+    // against 4.0), 5.5 against 7.4 at 2000.
+    const COST: usize = 16;
     #[inline(always)]
     fn apply(x: C, y: C) -> C {
         x.pow(y)
