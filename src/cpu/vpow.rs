@@ -9,7 +9,7 @@
 //!   bits holds `invc ≈ 1/c` and `ln c` (high and low parts, written by
 //!   `tools/pow_log_table.py`), `z = m·invc − 1` (`|z| ≤ 2^-8`) is exact as
 //!   a double-double, and `ln(1 + z) = z − z²/2 + z³Q(z)` with `Q` Taylor's
-//!   seven terms; the leading terms' rounding errors are carried in the low
+//!   six terms; the leading terms' rounding errors are carried in the low
 //!   part. The slot holding 1 has `invc = 1`, so `x` near 1 loses nothing.
 //! - `y ln|x|` as a double-double (an FMA), its low part added to the
 //!   reduced argument of [`exp64`]'s table kernel.
@@ -61,12 +61,10 @@ fn ln_dd(x: f64) -> (f64, f64) {
     let zl = m.mul_add(invc, -p);
     let zh = p - 1.0;
     let z = zh + zl;
-    // k ln2 + ln c + zh, each sum's rounding error kept (two fast
-    // two-sums: |k ln2| > |ln c| unless k = 0, and |ln c| > |zh| unless
-    // c = 1, where the sum is exact).
-    let a = kd * LN2_HI;
-    let t1 = a + lch;
-    let e1 = (a - t1) + lch;
+    // k ln2 + ln c + zh: the first sum exact (both high parts are
+    // multiples of 2^-32 below 2^10), the second's rounding error kept (a
+    // fast two-sum: |k ln2 + ln c| > |zh| unless it is 0).
+    let t1 = kd * LN2_HI + lch;
     let t2 = t1 + zh;
     let e2 = (t1 - t2) + zh;
     // −zh²/2 exactly as s + s_lo, then added to t2 (|t2| > |s|).
@@ -75,10 +73,9 @@ fn ln_dd(x: f64) -> (f64, f64) {
     let s_lo = half.mul_add(zh, -s);
     let hi = t2 + s;
     let e3 = (t2 - hi) + s;
-    // z³Q(z), Q(z) = 1/3 − z/4 + z²/5 − ... + z⁶/9: its truncation and
-    // roundings lie below 2^-75.
-    let q = (1.0 / 9.0f64)
-        .mul_add(z, -1.0 / 8.0)
+    // z³Q(z), Q(z) = 1/3 − z/4 + z²/5 − ... − z⁵/8: its truncation (z⁹/9)
+    // and roundings lie below 2^-74.
+    let q = (-1.0 / 8.0f64)
         .mul_add(z, 1.0 / 7.0)
         .mul_add(z, -1.0 / 6.0)
         .mul_add(z, 1.0 / 5.0)
@@ -86,7 +83,7 @@ fn ln_dd(x: f64) -> (f64, f64) {
         .mul_add(z, 1.0 / 3.0);
     let cubic = (z * z) * (z * q);
     // The small terms: zh·zl is −z²/2's cross term.
-    let lo = kd.mul_add(LN2_LO, lcl) + (e1 + e2) + (zl + e3) + (s_lo - zh * zl) + cubic;
+    let lo = kd.mul_add(LN2_LO, lcl) + e2 + (zl + e3) + (s_lo - zh * zl) + cubic;
     let l = hi + lo;
     (l, (hi - l) + lo)
 }
