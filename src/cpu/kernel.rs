@@ -90,26 +90,27 @@ unsafe fn row_kernel_body<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
     }
 }
 
-/// [`Arith::exp`] as a [`Kernel`] (the second operand unused).
-#[derive(Clone, Copy)]
-pub(super) struct ExpKernel;
+/// Unary ops of `Arith` as [`Kernel`]s (the second operand unused): a few
+/// times plain arithmetic's element, so their loops split from 8192.
+macro_rules! unary_kernels {
+    ($($(#[$doc:meta])* $name:ident => $f:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub(super) struct $name;
 
-impl<C: Arith> Kernel<C> for ExpKernel {
-    const COST: usize = 4; // a few times plain arithmetic's element: from 8192
-    #[inline(always)]
-    fn apply(x: C, _: C) -> C {
-        x.exp()
-    }
+        impl<C: Arith> Kernel<C> for $name {
+            const COST: usize = 4;
+            #[inline(always)]
+            fn apply(x: C, _: C) -> C {
+                x.$f()
+            }
+        }
+    )*};
 }
 
-/// [`Arith::log`] as a [`Kernel`] (the second operand unused).
-#[derive(Clone, Copy)]
-pub(super) struct LogKernel;
-
-impl<C: Arith> Kernel<C> for LogKernel {
-    const COST: usize = 4; // a few times plain arithmetic's element: from 8192
-    #[inline(always)]
-    fn apply(x: C, _: C) -> C {
-        x.log()
-    }
+unary_kernels! {
+    /// [`Arith::exp`].
+    ExpKernel => exp;
+    /// [`Arith::log`].
+    LogKernel => log;
 }

@@ -26,6 +26,31 @@ use super::exp64;
 use super::vmath::pow2_f64;
 use super::vpow_table::{INVC, INVC32, LOGC_HI, LOGC_LO, LOGC32};
 
+/// `x ** y` from `r = |x| ** y` (`$t` float32 or float64) by C99's rules:
+/// a negative base takes the sign for an odd integer exponent and gives NaN
+/// for a finite non-integer one (-0 and -inf take only the sign; the
+/// infinities count as even integers); `x ** ±0`, `1 ** y` and `(-1) **
+/// ±inf` are 1, even for NaN.
+macro_rules! c99_signs_and_ones {
+    ($t:ty, $x:expr, $y:expr, $r:expr) => {{
+        let (x, y, r): ($t, $t, $t) = ($x, $y, $r);
+        let integer = y == y.trunc();
+        let h = 0.5 * y;
+        let odd = integer && h != h.trunc();
+        let r = if x.is_sign_negative() && odd { -r } else { r };
+        let r = if x < 0.0 && x > <$t>::NEG_INFINITY && !integer {
+            <$t>::NAN
+        } else {
+            r
+        };
+        if y == 0.0 || x == 1.0 || (x.abs() == 1.0 && y.is_infinite()) {
+            1.0
+        } else {
+            r
+        }
+    }};
+}
+
 /// Subtracted from `x`'s bits: the slots' first `m` (0.709) and so where
 /// the exponent `k` changes; chosen so that 1 lies inside a slot, not on
 /// its edge.
@@ -114,22 +139,7 @@ pub(crate) fn pow_f64(x: f64, y: f64) -> f64 {
     // the ends.
     let r = e * pow2_f64(k >> 1) * pow2_f64(k - (k >> 1));
     let r = if th.is_nan() { th } else { r };
-    // A negative base: an odd integer exponent negates, a finite
-    // non-integer one gives NaN (-0 and -inf take only the sign).
-    let integer = y == y.trunc(); // the infinities count as even integers
-    let h = 0.5 * y;
-    let odd = integer && h != h.trunc();
-    let r = if x.is_sign_negative() && odd { -r } else { r };
-    let r = if x < 0.0 && x > f64::NEG_INFINITY && !integer {
-        f64::NAN
-    } else {
-        r
-    };
-    if y == 0.0 || x == 1.0 || (ax == 1.0 && y.is_infinite()) {
-        1.0
-    } else {
-        r
-    }
+    c99_signs_and_ones!(f64, x, y, r)
 }
 
 /// [`pow_f32`]'s slot offset: `m` in [0.695, 1.391), 1 inside a slot.
@@ -192,22 +202,7 @@ pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
     let scale = f64::from_bits(exp64::TABLE_HI[(q & 15) as usize].wrapping_add((q & !15) << 48));
     let e = (scale * es) as f32;
     let e = if t.is_nan() { f32::NAN } else { e };
-    // A negative base: an odd integer exponent negates, a finite
-    // non-integer one gives NaN (-0 and -inf take only the sign).
-    let integer = y == y.trunc();
-    let h = 0.5 * y;
-    let odd = integer && h != h.trunc();
-    let e = if x.is_sign_negative() && odd { -e } else { e };
-    let e = if x < 0.0 && x > f32::NEG_INFINITY && !integer {
-        f32::NAN
-    } else {
-        e
-    };
-    if y == 0.0 || x == 1.0 || (ax == 1.0 && y.is_infinite()) {
-        1.0
-    } else {
-        e
-    }
+    c99_signs_and_ones!(f32, x, y, e)
 }
 
 #[cfg(test)]
