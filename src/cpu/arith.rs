@@ -55,6 +55,15 @@ pub trait Arith: Element + PartialEq {
     fn div(self, rhs: Self) -> Self;
     fn neg(self) -> Self;
     fn pow(self, rhs: Self) -> Self;
+    /// `r[i] = x[i].pow(y[i])` over the slices' common length: a block of
+    /// the costly-kernel loop, which a type may run in explicit vector code
+    /// with `pow`'s bits.
+    #[inline(always)]
+    fn pow_slice(x: &[Self], y: &[Self], r: &mut [Self]) {
+        for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
+            *r = x.pow(y);
+        }
+    }
     /// `min(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `and`.
     fn minimum(self, rhs: Self) -> Self;
     /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
@@ -137,7 +146,7 @@ int_arith!(u8, i8, i16, i32, i64, u16, u32, u64);
 /// Floats: `pow` and `abs` are given per type, because float16 and bfloat16
 /// compute `pow` in float32 and round once, as PyTorch does.
 macro_rules! float_arith {
-    ($($t:ty => $C:ty, $wide:literal, pow: $pow:expr, abs: $abs:expr;)*) => {$(
+    ($($t:ty => $C:ty, $wide:literal, pow: $pow:expr, $(pow_slice: $pow_slice:expr,)? abs: $abs:expr;)*) => {$(
         impl Arith for $t {
             type C = $C;
             const WIDE: bool = $wide;
@@ -154,6 +163,7 @@ macro_rules! float_arith {
             #[inline(always)] fn div(self, r: Self) -> Self { self / r }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
+            $(#[inline(always)] fn pow_slice(x: &[Self], y: &[Self], r: &mut [Self]) { ($pow_slice)(x, y, r) })?
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
             #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(VMath::exp_v(Arith::widen(self))) }
             #[inline(always)] fn sqrt(self) -> Self { <Self as Arith>::narrow(<$C>::sqrt(Arith::widen(self))) }
@@ -242,8 +252,8 @@ macro_rules! half_width {
 half_width!(f16, bf16);
 
 float_arith! {
-    f32 => f32, false, pow: vpow::pow_f32, abs: f32::abs;
-    f64 => f64, false, pow: vpow::pow_f64, abs: f64::abs;
+    f32 => f32, false, pow: vpow::pow_f32, pow_slice: vpow::pow_f32_slice, abs: f32::abs;
+    f64 => f64, false, pow: vpow::pow_f64, pow_slice: vpow::pow_f64_slice, abs: f64::abs;
     f16 => f32, true, pow: |a: f16, b: f16| f16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),
            abs: |a: f16| f16::from_bits(a.to_bits() & 0x7fff);
     bf16 => f32, true, pow: |a: bf16, b: bf16| bf16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),

@@ -39,7 +39,7 @@ pub(super) const TABLE_HI: [u64; 16] = [
 ];
 
 /// `2^(j/16) − TABLE_HI[j]`, rounded to float64.
-const TABLE_LO: [u64; 16] = [
+pub(super) const TABLE_LO: [u64; 16] = [
     0x0000_0000_0000_0000,
     0x3c98_a62e_4adc_610b,
     0xbc81_9041_b9d7_8a76,
@@ -59,14 +59,14 @@ const TABLE_LO: [u64; 16] = [
 ];
 
 /// `16 / ln 2`.
-const INV_STEP: f64 = 23.083_120_654_223_414;
+pub(super) const INV_STEP: f64 = 23.083_120_654_223_414;
 /// `ln2/16` to 35 significant bits: `k · STEP_HI` is exact for every `|k|
 /// < 2^18` (the clamped inputs give `|k| < 17_300`).
-const STEP_HI: f64 = f64::from_bits(0x3fa6_2e42_fef8_0000);
+pub(super) const STEP_HI: f64 = f64::from_bits(0x3fa6_2e42_fef8_0000);
 /// `ln2/16 − STEP_HI`.
-const STEP_LO: f64 = f64::from_bits(0x3d71_cf79_abc9_e3b4);
+pub(super) const STEP_LO: f64 = f64::from_bits(0x3d71_cf79_abc9_e3b4);
 /// `P(r) ≈ (e^r − 1 − r) / r²` on `|r| ≤ 1.01·ln2/32`.
-const P: [f64; 5] = [
+pub(super) const P: [f64; 5] = [
     f64::from_bits(0x3fe0_0000_0000_0005),
     f64::from_bits(0x3fc5_5555_5548_77de),
     f64::from_bits(0x3fa5_5555_5545_4abc),
@@ -75,7 +75,7 @@ const P: [f64; 5] = [
 ];
 /// `1.5 · 2^52`: added to a float64 within ±2^51, rounds it to an integer
 /// (ties to even) held in the low bits of the sum's mantissa.
-const ROUND: f64 = 6_755_399_441_055_744.0;
+pub(super) const ROUND: f64 = 6_755_399_441_055_744.0;
 
 /// `e^x` of `x` within [-746, 710] as `(y, m)`, the result `y · 2^m`, `y`
 /// in [0.98, 2.03].

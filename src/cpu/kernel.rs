@@ -13,13 +13,21 @@ use super::arith::Arith;
 use super::operand::{BLOCK, Sink, Src, slice, slice_mut};
 
 /// A binary function of the compute type that the loops call by its type.
-pub(crate) trait Kernel<C>: Copy + Sync {
+pub(crate) trait Kernel<C: Copy>: Copy + Sync {
     /// About how many times an element of plain arithmetic an element of
     /// this kernel costs: its loops split across threads from
     /// `parallel::grain / COST` elements, where the work outweighs a worker's
     /// wake-up.
     const COST: usize;
     fn apply(x: C, y: C) -> C;
+    /// `r[i] = apply(x[i], y[i])` over a block: a kernel may override it
+    /// with explicit vector code that gives `apply`'s bits.
+    #[inline(always)]
+    fn block(x: &[C], y: &[C], r: &mut [C]) {
+        for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
+            *r = Self::apply(x, y);
+        }
+    }
 }
 
 super::isa::twin! {
@@ -73,9 +81,7 @@ unsafe fn row_kernel_body<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
                     Src::Value(v) => x[..n].fill(v),
                 }
             }
-            for ((r, &x), &y) in r[..n].iter_mut().zip(&xa[..n]).zip(&xb[..n]) {
-                *r = K::apply(x, y);
-            }
+            K::block(&xa[..n], &xb[..n], &mut r[..n]);
             if so == 1 {
                 T::put_slice(&r[..n], slice_mut(o.add(i), n));
             } else {

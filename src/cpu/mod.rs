@@ -34,6 +34,8 @@ mod strided;
 mod sum_lanes;
 mod vmath;
 mod vpow;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod vpow_avx512;
 mod vpow_table;
 
 pub(crate) use backend::Cpu;

@@ -53,6 +53,10 @@ impl<C: Arith> Kernel<C> for Pow {
     fn apply(x: C, y: C) -> C {
         x.pow(y)
     }
+    #[inline(always)]
+    fn block(x: &[C], y: &[C], r: &mut [C]) {
+        C::pow_slice(x, y, r)
+    }
 }
 
 /// `out = a ** e` (`in_place`: `a` is `out`) when `e` has a special form

@@ -54,11 +54,11 @@ macro_rules! c99_signs_and_ones {
 /// Subtracted from `x`'s bits: the slots' first `m` (0.709) and so where
 /// the exponent `k` changes; chosen so that 1 lies inside a slot, not on
 /// its edge.
-const OFF: u64 = 0x3fe6_b000_0000_0000;
+pub(super) const OFF: u64 = 0x3fe6_b000_0000_0000;
 /// `ln 2` to 32 significant bits: `k · LN2_HI` is exact for `|k| < 2^21`.
-const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+pub(super) const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
 /// `ln 2 − LN2_HI`.
-const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
+pub(super) const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 /// `2^52`: a float64 whose last bit is 1, for integers held in the mantissa.
 const TWO52: f64 = 4_503_599_627_370_496.0;
 /// `2^54`: scales a subnormal into the normal range.
@@ -143,7 +143,7 @@ pub(crate) fn pow_f64(x: f64, y: f64) -> f64 {
 }
 
 /// [`pow_f32`]'s slot offset: `m` in [0.695, 1.391), 1 inside a slot.
-const OFF32: u32 = 0x3f32_0000;
+pub(super) const OFF32: u32 = 0x3f32_0000;
 
 /// `x ** y` in float32, with C99's special values: `e^(y ln|x|)` in
 /// float64 arithmetic, rounded once to float32. A lighter kernel than
@@ -203,6 +203,36 @@ pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
     let e = (scale * es) as f32;
     let e = if t.is_nan() { f32::NAN } else { e };
     c99_signs_and_ones!(f32, x, y, e)
+}
+
+/// `r[i] = pow_f32(x[i], y[i])` for the slices' common length: on AVX-512
+/// CPUs by [`super::vpow_avx512`] (the same bits in a third less time than
+/// the compiler's vectorised loop, which reads the tables by gathers).
+#[inline(always)]
+pub(crate) fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if super::isa::avx512() {
+        // SAFETY: the CPU has AVX-512 F (checked).
+        return unsafe { super::vpow_avx512::pow_f32_slice(x, y, r) };
+    }
+    for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
+        *r = pow_f32(x, y);
+    }
+}
+
+/// `r[i] = pow_f64(x[i], y[i])` for the slices' common length: on AVX-512
+/// CPUs by [`super::vpow_avx512`] (the same bits in a third less time:
+/// no special values in the usual steps).
+#[inline(always)]
+pub(crate) fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if super::isa::avx512() {
+        // SAFETY: the CPU has AVX-512 F and DQ (checked).
+        return unsafe { super::vpow_avx512::pow_f64_slice(x, y, r) };
+    }
+    for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
+        *r = pow_f64(x, y);
+    }
 }
 
 #[cfg(test)]
