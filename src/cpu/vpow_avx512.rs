@@ -133,42 +133,40 @@ impl Lane {
         logc: &[__m512d; 4],
         exp2: &[__m512d; 2],
     ) -> __m256 {
-        {
-            // A 32-entry table: entries 0..16 and 16..32 by the index's low
-            // four bits, then one of the two by its fifth.
-            let upper = _mm512_test_epi64_mask(self.slot, c.sixteen);
-            let table = |t: &[__m512d; 4]| {
-                _mm512_mask_blend_pd(
-                    upper,
-                    _mm512_permutex2var_pd(t[0], self.slot, t[1]),
-                    _mm512_permutex2var_pd(t[2], self.slot, t[3]),
-                )
-            };
-            let r = _mm512_fmadd_pd(self.m, table(invc), c.minus_one);
-            let mut p = _mm512_fmadd_pd(c.ln_poly[0], r, c.ln_poly[1]);
-            for &coef in &c.ln_poly[2..] {
-                p = _mm512_fmadd_pd(p, r, coef);
-            }
-            let ln = _mm512_add_pd(
-                _mm512_fmadd_pd(self.k, c.ln2, table(logc)),
-                _mm512_mul_pd(r, p),
-            );
-            let t = _mm512_mul_pd(self.y, ln);
-            let tc = _mm512_min_pd(_mm512_max_pd(t, c.t_min), c.t_max);
-            let u = _mm512_fmadd_pd(tc, c.sixteen_log2e, c.round);
-            let qf = _mm512_sub_pd(u, c.round);
-            let s = _mm512_fnmadd_pd(qf, c.ln2_16, tc);
-            let mut es = _mm512_fmadd_pd(c.exp_poly[0], s, c.exp_poly[1]);
-            for &coef in &c.exp_poly[2..] {
-                es = _mm512_fmadd_pd(es, s, coef);
-            }
-            // 2^(j/16) by u's low four bits (q's: 1.5·2^52's are 0), times
-            // e^s, then scaled by 2^floor(q/16): exact (the product lies
-            // far inside float64's normal range), so pow_f32's bits.
-            let entry = _mm512_permutex2var_pd(exp2[0], _mm512_castpd_si512(u), exp2[1]);
-            let scaled = _mm512_scalef_pd(_mm512_mul_pd(entry, es), _mm512_mul_pd(qf, c.sixteenth));
-            _mm512_cvtpd_ps(scaled)
+        // A 32-entry table: entries 0..16 and 16..32 by the index's low
+        // four bits, then one of the two by its fifth.
+        let upper = _mm512_test_epi64_mask(self.slot, c.sixteen);
+        let table = |t: &[__m512d; 4]| {
+            _mm512_mask_blend_pd(
+                upper,
+                _mm512_permutex2var_pd(t[0], self.slot, t[1]),
+                _mm512_permutex2var_pd(t[2], self.slot, t[3]),
+            )
+        };
+        let r = _mm512_fmadd_pd(self.m, table(invc), c.minus_one);
+        let mut p = _mm512_fmadd_pd(c.ln_poly[0], r, c.ln_poly[1]);
+        for &coef in &c.ln_poly[2..] {
+            p = _mm512_fmadd_pd(p, r, coef);
         }
+        let ln = _mm512_add_pd(
+            _mm512_fmadd_pd(self.k, c.ln2, table(logc)),
+            _mm512_mul_pd(r, p),
+        );
+        let t = _mm512_mul_pd(self.y, ln);
+        let tc = _mm512_min_pd(_mm512_max_pd(t, c.t_min), c.t_max);
+        let u = _mm512_fmadd_pd(tc, c.sixteen_log2e, c.round);
+        let qf = _mm512_sub_pd(u, c.round);
+        let s = _mm512_fnmadd_pd(qf, c.ln2_16, tc);
+        let mut es = _mm512_fmadd_pd(c.exp_poly[0], s, c.exp_poly[1]);
+        for &coef in &c.exp_poly[2..] {
+            es = _mm512_fmadd_pd(es, s, coef);
+        }
+        // 2^(j/16) by u's low four bits (q's: 1.5·2^52's are 0), times
+        // e^s, then scaled by 2^floor(q/16): exact (the product lies
+        // far inside float64's normal range), so pow_f32's bits.
+        let entry = _mm512_permutex2var_pd(exp2[0], _mm512_castpd_si512(u), exp2[1]);
+        let scaled = _mm512_scalef_pd(_mm512_mul_pd(entry, es), _mm512_mul_pd(qf, c.sixteenth));
+        _mm512_cvtpd_ps(scaled)
     }
 }
 
@@ -203,13 +201,6 @@ impl Consts {
         const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52, as pow_f32
         let int = |v: u32| _mm512_set1_epi32(v as i32);
         let f64s = |v: f64| _mm512_set1_pd(v);
-        let (zero, one, sixteen) = {
-            (
-                _mm512_set1_ps(0.0),
-                _mm512_set1_ps(1.0),
-                _mm512_set1_epi64(16),
-            )
-        };
         Self {
             min_normal: int(0x0080_0000),
             normal_span: int(0x7f7f_ffff - 0x0080_0000),
@@ -218,9 +209,9 @@ impl Consts {
             off: int(OFF32),
             mask31: int(31),
             exponent: int(0xff80_0000),
-            zero,
-            one,
-            sixteen,
+            zero: _mm512_set1_ps(0.0),
+            one: _mm512_set1_ps(1.0),
+            sixteen: _mm512_set1_epi64(16),
             minus_one: f64s(-1.0),
             ln_poly: [
                 1.0 / 7.0,
@@ -292,7 +283,7 @@ pub(super) unsafe fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
                 let lcl = _mm512_i64gather_pd::<8>(slot, LOGC_LO.as_ptr().cast());
                 let p = _mm512_mul_pd(m, invc);
                 let zl = _mm512_fmsub_pd(m, invc, p);
-                let zh = _mm512_sub_pd(p, c.one_d);
+                let zh = _mm512_sub_pd(p, c.one);
                 let z = _mm512_add_pd(zh, zl);
                 let t1 = _mm512_add_pd(_mm512_mul_pd(kd, c.ln2_hi), lch);
                 let t2 = _mm512_add_pd(t1, zh);
@@ -368,7 +359,6 @@ struct Consts64 {
     off: __m512i,
     mask127: __m512i,
     exponent: __m512i,
-    one_d: __m512d,
     ln2_hi: __m512d,
     ln2_lo: __m512d,
     minus_half: __m512d,
@@ -398,7 +388,6 @@ impl Consts64 {
             off: int(OFF),
             mask127: int(127),
             exponent: int(0xfff << 52),
-            one_d: f64s(1.0),
             ln2_hi: f64s(LN2_HI),
             ln2_lo: f64s(LN2_LO),
             minus_half: f64s(-0.5),
