@@ -39,7 +39,7 @@ pub(super) const TABLE_HI: [u64; 16] = [
 ];
 
 /// `2^(j/16) − TABLE_HI[j]`, rounded to float64.
-pub(super) const TABLE_LO: [u64; 16] = [
+const TABLE_LO: [u64; 16] = [
     0x0000_0000_0000_0000,
     0x3c98_a62e_4adc_610b,
     0xbc81_9041_b9d7_8a76,
@@ -59,14 +59,14 @@ pub(super) const TABLE_LO: [u64; 16] = [
 ];
 
 /// `16 / ln 2`.
-pub(super) const INV_STEP: f64 = 23.083_120_654_223_414;
+const INV_STEP: f64 = 23.083_120_654_223_414;
 /// `ln2/16` to 35 significant bits: `k · STEP_HI` is exact for every `|k|
 /// < 2^18` (the clamped inputs give `|k| < 17_300`).
-pub(super) const STEP_HI: f64 = f64::from_bits(0x3fa6_2e42_fef8_0000);
+const STEP_HI: f64 = f64::from_bits(0x3fa6_2e42_fef8_0000);
 /// `ln2/16 − STEP_HI`.
-pub(super) const STEP_LO: f64 = f64::from_bits(0x3d71_cf79_abc9_e3b4);
+const STEP_LO: f64 = f64::from_bits(0x3d71_cf79_abc9_e3b4);
 /// `P(r) ≈ (e^r − 1 − r) / r²` on `|r| ≤ 1.01·ln2/32`.
-pub(super) const P: [f64; 5] = [
+const P: [f64; 5] = [
     f64::from_bits(0x3fe0_0000_0000_0005),
     f64::from_bits(0x3fc5_5555_5548_77de),
     f64::from_bits(0x3fa5_5555_5545_4abc),
@@ -111,10 +111,97 @@ fn parts_then(x: f64, adjust: impl Fn(f64) -> f64) -> (f64, i64) {
     (th + th.mul_add(em1, tl), k >> 4)
 }
 
+/// [`parts`] on eight lanes of AVX-512, the table in four registers (two
+/// `vpermt2pd` read it: no gather, no memory) and the constants in others,
+/// set once per loop: `exp`'s AVX-512 copy below and the general power's
+/// (`vpow_avx512.rs`).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+pub(super) struct PartsAvx512 {
+    hi: [std::arch::x86_64::__m512d; 2],
+    lo: [std::arch::x86_64::__m512d; 2],
+    inv: std::arch::x86_64::__m512d,
+    round: std::arch::x86_64::__m512d,
+    step_hi: std::arch::x86_64::__m512d,
+    step_lo: std::arch::x86_64::__m512d,
+    p: [std::arch::x86_64::__m512d; 5],
+    sixteenth: std::arch::x86_64::__m512d,
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+impl PartsAvx512 {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn new() -> Self {
+        use std::arch::x86_64::*;
+        let two = |t: &[u64; 16]| {
+            // SAFETY: two runs of eight within the table's 16 entries.
+            unsafe { [0, 8].map(|at| _mm512_loadu_pd(t.as_ptr().add(at).cast())) }
+        };
+        Self {
+            hi: two(&TABLE_HI),
+            lo: two(&TABLE_LO),
+            inv: _mm512_set1_pd(INV_STEP),
+            round: _mm512_set1_pd(ROUND),
+            step_hi: _mm512_set1_pd(STEP_HI),
+            step_lo: _mm512_set1_pd(STEP_LO),
+            p: P.map(|c| _mm512_set1_pd(c)),
+            sixteenth: _mm512_set1_pd(0.0625),
+        }
+    }
+
+    /// `e^x` with [`parts`]' bits, for lanes whose results are normal.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn normal(&self, x: std::arch::x86_64::__m512d) -> std::arch::x86_64::__m512d {
+        self.normal_then::<false>(x, x)
+    }
+
+    /// `e^(x + tail)` with [`parts_tail`]'s bits, for lanes whose results
+    /// are normal.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn normal_tail(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        tail: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        self.normal_then::<true>(x, tail)
+    }
+
+    /// [`parts_then`], instruction for instruction (`tail` added to the
+    /// reduced argument when `TAIL`), then `y · 2^m` by one `vscalefpd`:
+    /// exact for a normal result, as the scalar kernels' scalings are.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn normal_then<const TAIL: bool>(
+        &self,
+        x: std::arch::x86_64::__m512d,
+        tail: std::arch::x86_64::__m512d,
+    ) -> std::arch::x86_64::__m512d {
+        use std::arch::x86_64::*;
+        let p = &self.p;
+        let t = _mm512_fmadd_pd(x, self.inv, self.round);
+        let kf = _mm512_sub_pd(t, self.round);
+        let r = _mm512_fnmadd_pd(kf, self.step_lo, _mm512_fnmadd_pd(kf, self.step_hi, x));
+        let r = if TAIL { _mm512_add_pd(r, tail) } else { r };
+        let q = _mm512_fmadd_pd(p[4], r, p[3]);
+        let q = _mm512_fmadd_pd(_mm512_fmadd_pd(q, r, p[2]), r, p[1]);
+        let q = _mm512_fmadd_pd(q, r, p[0]);
+        let em1 = _mm512_fmadd_pd(_mm512_mul_pd(r, r), q, r);
+        // The index is t's low 4 bits: k mod 16.
+        let k = _mm512_castpd_si512(t);
+        let th = _mm512_permutex2var_pd(self.hi[0], k, self.hi[1]);
+        let tl = _mm512_permutex2var_pd(self.lo[0], k, self.lo[1]);
+        let y = _mm512_add_pd(th, _mm512_fmadd_pd(th, em1, tl));
+        // y · 2^floor(k/16); k/16 is exact.
+        _mm512_scalef_pd(y, _mm512_mul_pd(kf, self.sixteenth))
+    }
+}
+
 /// `dst[i] = e^src[i]` on AVX-512 for dense float64: vectors whose every
 /// lane lies in `plain` ([`super::vmath::VMath::EXP_PLAIN`], normal
-/// results) by the table in registers, the rest lane by lane through
-/// `full` ([`super::vmath::VMath::exp_v`]); [`parts`]'s bits either way.
+/// results) by [`PartsAvx512`], the rest lane by lane through `full`
+/// ([`super::vmath::VMath::exp_v`]); [`parts`]'s bits either way.
 ///
 /// # Safety
 /// The CPU has AVX-512 F; `src` and `dst` each address `n` elements, the
@@ -130,21 +217,8 @@ pub(super) unsafe fn avx512(
     full: impl Fn(f64) -> f64,
 ) {
     use std::arch::x86_64::*;
-    let table = |t: &[u64; 16], half: usize| {
-        // SAFETY: half is 0 or 8: eight of the table's sixteen entries.
-        unsafe { _mm512_loadu_pd(t.as_ptr().add(half).cast()) }
-    };
-    let (hi0, hi1, lo0, lo1) = (
-        table(&TABLE_HI, 0),
-        table(&TABLE_HI, 8),
-        table(&TABLE_LO, 0),
-        table(&TABLE_LO, 8),
-    );
+    let parts = PartsAvx512::new();
     let (lo, hi) = (_mm512_set1_pd(plain.0), _mm512_set1_pd(plain.1));
-    let (inv, round) = (_mm512_set1_pd(INV_STEP), _mm512_set1_pd(ROUND));
-    let (step_hi, step_lo) = (_mm512_set1_pd(STEP_HI), _mm512_set1_pd(STEP_LO));
-    let p = P.map(|c| _mm512_set1_pd(c));
-    let sixteenth = _mm512_set1_pd(0.0625);
     let mut i = 0;
     while i + 8 <= n {
         // SAFETY: i + 8 <= n elements of src (unaligned loads allowed).
@@ -152,25 +226,8 @@ pub(super) unsafe fn avx512(
         let inside =
             _mm512_cmp_pd_mask::<_CMP_GE_OQ>(x, lo) & _mm512_cmp_pd_mask::<_CMP_LE_OQ>(x, hi);
         if inside == 0xff {
-            // parts(), instruction for instruction.
-            let t = _mm512_fmadd_pd(x, inv, round);
-            let kf = _mm512_sub_pd(t, round);
-            let r = _mm512_fnmadd_pd(kf, step_lo, _mm512_fnmadd_pd(kf, step_hi, x));
-            let q = _mm512_fmadd_pd(p[4], r, p[3]);
-            let q = _mm512_fmadd_pd(_mm512_fmadd_pd(q, r, p[2]), r, p[1]);
-            let q = _mm512_fmadd_pd(q, r, p[0]);
-            let em1 = _mm512_fmadd_pd(_mm512_mul_pd(r, r), q, r);
-            // The index is t's low 4 bits: k mod 16.
-            let k = _mm512_castpd_si512(t);
-            let (th, tl) = (
-                _mm512_permutex2var_pd(hi0, k, hi1),
-                _mm512_permutex2var_pd(lo0, k, lo1),
-            );
-            let y = _mm512_add_pd(th, _mm512_fmadd_pd(th, em1, tl));
-            // y · 2^floor(k/16), exact here (a normal result); k/16 is exact.
-            let e = _mm512_scalef_pd(y, _mm512_mul_pd(kf, sixteenth));
             // SAFETY: i + 8 <= n elements of dst, exclusively ours.
-            unsafe { _mm512_storeu_pd(dst.add(i), e) };
+            unsafe { _mm512_storeu_pd(dst.add(i), parts.normal(x)) };
         } else {
             for l in i..i + 8 {
                 // SAFETY: l < n, read before written.

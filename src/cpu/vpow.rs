@@ -186,7 +186,7 @@ pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
     // e^t for t within ±200 (beyond, float32's 0 or inf either way):
     // t = (16q + j) ln2/16 + s, |s| ≤ ln2/32.
     let tc = t.clamp(-200.0, 200.0);
-    const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
+    use exp64::ROUND; // 1.5 · 2^52
     let u = tc.mul_add(16.0 * std::f64::consts::LOG2_E, ROUND);
     let qf = u - ROUND;
     let s = (-qf).mul_add(std::f64::consts::LN_2 / 16.0, tc);

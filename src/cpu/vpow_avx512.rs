@@ -13,8 +13,8 @@
 //!   three tables (`invc`, `ln c`, `2^(j/16)`) sit in registers
 //!   (`vpermt2pd`, two per 32-entry table). 1.3 ns an element.
 //! - float64, eight a step: `ln_dd`'s three 128-slot tables are gathered,
-//!   `exp64`'s read from registers, and a step whose results are normal
-//!   scales by one `vscalefpd`. 2.5 ns an element.
+//!   and a step whose results are normal computes `e^(th + tl)` by
+//!   `exp64`'s own AVX-512 kernel ([`PartsAvx512`]). 2.5 ns an element.
 //!
 //! Every instruction is the scalar kernel's own operation in its order (no
 //! contraction, no reassociation), so the results are its bits. What is
@@ -25,7 +25,7 @@
 
 use std::arch::x86_64::*;
 
-use super::exp64::{INV_STEP, P, ROUND, STEP_HI, STEP_LO, TABLE_HI, TABLE_LO};
+use super::exp64::{PartsAvx512, ROUND, TABLE_HI};
 use super::vpow::{LN2_HI, LN2_LO, OFF, OFF32, pow_f32, pow_f64};
 use super::vpow_table::{INVC, INVC32, LOGC_HI, LOGC_LO, LOGC32};
 
@@ -198,7 +198,6 @@ impl Consts {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn new() -> Self {
-        const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52, as pow_f32
         let int = |v: u32| _mm512_set1_epi32(v as i32);
         let f64s = |v: f64| _mm512_set1_pd(v);
         Self {
@@ -237,7 +236,7 @@ impl Consts {
 
 /// `r[i] = pow_f64(x[i], y[i])` for the slices' common length: eight
 /// elements a step. `ln_dd`'s three tables (128 slots each) are read by
-/// gathers, `exp64`'s by `vpermt2pd`; a step whose bases are positive
+/// gathers, `exp64`'s by [`PartsAvx512`]; a step whose bases are positive
 /// normal numbers other than 1, whose exponents are finite and non-zero
 /// and whose results are normal (`|y ln x| < 708`) needs no special value
 /// and scales by `vscalefpd` (exact for a normal result, so `pow_f64`'s
@@ -249,12 +248,8 @@ impl Consts {
 pub(super) unsafe fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
     let n = r.len().min(x.len()).min(y.len());
     let (x, y, r) = (&x[..n], &y[..n], &mut r[..n]);
-    let two = |t: &[u64; 16]| {
-        // SAFETY: two runs of eight within the table's 16 entries.
-        unsafe { [0, 8].map(|at| _mm512_loadu_pd(t.as_ptr().add(at).cast())) }
-    };
-    let (exp_hi, exp_lo) = (two(&TABLE_HI), two(&TABLE_LO));
     let c = Consts64::new();
+    let parts = PartsAvx512::new();
     let mut i = 0;
     while i + 8 <= n {
         // SAFETY: i + 8 <= n elements of each slice (unaligned loads and
@@ -315,23 +310,9 @@ pub(super) unsafe fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
                 let tl = _mm512_add_pd(_mm512_fmsub_pd(yv, lh, th), _mm512_mul_pd(yv, ll));
                 let inside = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(_mm512_abs_pd(th), c.normal_t);
                 if inside == 0xff {
-                    // exp64::parts_tail, operation for operation.
-                    let t = _mm512_fmadd_pd(th, c.inv_step, c.round);
-                    let kf = _mm512_sub_pd(t, c.round);
-                    let hi = _mm512_fnmadd_pd(kf, c.step_hi, th);
-                    let rr = _mm512_add_pd(_mm512_fnmadd_pd(kf, c.step_lo, hi), tl);
-                    let mut pe = _mm512_fmadd_pd(c.exp_poly[4], rr, c.exp_poly[3]);
-                    for &coef in c.exp_poly[..3].iter().rev() {
-                        pe = _mm512_fmadd_pd(pe, rr, coef);
-                    }
-                    let em1 = _mm512_fmadd_pd(_mm512_mul_pd(rr, rr), pe, rr);
-                    // The index is t's low four bits: k mod 16.
-                    let k = _mm512_castpd_si512(t);
-                    let eh = _mm512_permutex2var_pd(exp_hi[0], k, exp_hi[1]);
-                    let el = _mm512_permutex2var_pd(exp_lo[0], k, exp_lo[1]);
-                    let e = _mm512_add_pd(eh, _mm512_fmadd_pd(eh, em1, el));
-                    // e · 2^floor(k/16), exact for a normal result.
-                    let v = _mm512_scalef_pd(e, _mm512_mul_pd(kf, c.sixteenth));
+                    // exp64::parts_tail's bits; its two scalings are
+                    // exact for a normal result, as one vscalefpd is.
+                    let v = parts.normal_tail(th, tl);
                     _mm512_storeu_pd(r.as_mut_ptr().add(i), v);
                     i += 8;
                     continue;
@@ -364,12 +345,6 @@ struct Consts64 {
     minus_half: __m512d,
     ln_poly: [__m512d; 6],
     normal_t: __m512d,
-    inv_step: __m512d,
-    round: __m512d,
-    step_hi: __m512d,
-    step_lo: __m512d,
-    exp_poly: [__m512d; 5],
-    sixteenth: __m512d,
 }
 
 impl Consts64 {
@@ -403,12 +378,6 @@ impl Consts64 {
             // e^±708 and everything between are normal: pow_f64's two
             // scalings are exact there, as one vscalefpd is.
             normal_t: f64s(708.0),
-            inv_step: f64s(INV_STEP),
-            round: f64s(ROUND),
-            step_hi: f64s(STEP_HI),
-            step_lo: f64s(STEP_LO),
-            exp_poly: P.map(f64s),
-            sixteenth: f64s(0.0625),
         }
     }
 }
