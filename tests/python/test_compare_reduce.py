@@ -385,6 +385,40 @@ def test_extremes_down_columns_see_nan_infinities_and_signed_zeros(name):
         np.testing.assert_array_equal(v, tt.max(0).values.numpy())
 
 
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_extremes_where_the_nan_watch_sums_to_nan_without_a_nan(name):
+    """The lanes that watch a run (or a column) for a NaN sum its values: both
+    infinities in one lane, or a sum that overflowed to +inf meeting -inf,
+    make them NaN where no NaN is. The winners and their positions stand, as
+    in torch (a scan finds no NaN), in runs long enough for every lane tier
+    and for two threads, and down columns."""
+    rng = np.random.default_rng(17)
+    n = 300_003
+    big = np.finfo(name).max / 4
+    both = rng.standard_normal(n).astype(name)
+    both[1000], both[1000 + 64 * 7] = np.inf, -np.inf  # one lane in every lane count
+    overflow = np.full(n, big, dtype=name)
+    overflow[4000 * 64] = -np.inf
+    overflow[:64] = -1.0
+    for a in (both, overflow, both[:900].copy(), overflow[::2].copy()):
+        t, tt = db.from_numpy(a), torch.from_numpy(a)
+        for op in ("amax", "amin", "argmax", "argmin"):
+            assert getattr(t, op)().item() == getattr(tt, op)().item(), op
+        for op in ("max", "min"):
+            assert getattr(t, op)().item() == getattr(tt, op)().item(), op
+    m = rng.standard_normal((9, 70)).astype(name)
+    m[0, 3], m[5, 3] = np.inf, -np.inf
+    m[:, 40] = big
+    m[8, 40] = -np.inf
+    t, tt = db.from_numpy(m), torch.from_numpy(m)
+    for op in ("amax", "amin"):
+        np.testing.assert_array_equal(getattr(t, op)(0).numpy(), getattr(tt, op)(0).numpy(), err_msg=op)
+    for op in ("max", "min"):
+        got, want = getattr(t, op)(0), getattr(tt, op)(0)
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy(), err_msg=op)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=op)
+
+
 def test_reductions_over_views_and_large_tensors_match_numpy():
     a = np.random.default_rng(1).standard_normal((300, 700))
     t = db.from_numpy(a)
