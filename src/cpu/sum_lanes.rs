@@ -125,12 +125,24 @@ fn lanes_tail<X: Copy>(xs: &[X], f: impl Fn(X) -> f64) -> f64 {
     lanes_total(acc) + tail
 }
 
+/// The wrapping int64 sum of `f(x)` over a run, in lanes: integer sums are
+/// exact in any order. 32 lanes for 8-byte elements (8 AVX2 registers:
+/// int64 `sum()` of 10^7, one Sapphire Rapids thread, 4.5 ms in 16 lanes,
+/// 3.1 in 32), 16 for narrower ones, whose widening spilled registers in
+/// the AVX2 copies with more.
 #[inline(always)]
 pub(super) fn lanes_i64<X: Copy>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
-    // Integer sums are exact in any order: 16 lanes, enough for the
-    // loads (more spilled registers in the AVX2 copies).
-    let mut acc = [0i64; 16];
-    let mut chunks = xs.chunks_exact(16);
+    if size_of::<X>() == 8 {
+        lanes_i64_n::<X, 32>(xs, f)
+    } else {
+        lanes_i64_n::<X, 16>(xs, f)
+    }
+}
+
+#[inline(always)]
+fn lanes_i64_n<X: Copy, const L: usize>(xs: &[X], f: impl Fn(X) -> i64) -> i64 {
+    let mut acc = [0i64; L];
+    let mut chunks = xs.chunks_exact(L);
     for c in &mut chunks {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a = a.wrapping_add(f(x));
