@@ -4,14 +4,16 @@
 //! `((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`, halves cut at
 //! multiples of 8.
 //!
-//! The leaf is written three times: plainly (other CPUs, Miri), and with
-//! AVX2 and AVX-512 intrinsics, whose tree of the 8 lanes is two shuffles
-//! and adds where the compiler's was eight extracts (10^5 elements: 15.6
-//! against 10 us on one thread). Each tree is one recursive function under
-//! its instruction set, so its leaves inline (a dispatch per leaf cost a
-//! call and a check each); a call covers two levels of the tree, and the
-//! two leaves of a node run side by side. Every copy adds the same
-//! operands in the same order, so the bits are the same.
+//! The tree is written twice: plainly (other CPUs, Miri), and once more in
+//! a macro instantiated for AVX2 and for AVX-512, whose three primitives
+//! (load 8 elements, add them, total the 8 lanes) are intrinsics: the
+//! lanes' total is two shuffles and adds where the compiler's was eight
+//! extracts (10^5 elements: 15.6 against 10 us on one thread). Each tree
+//! is one recursive function under its instruction set, so its leaves
+//! inline (a dispatch per leaf cost a call and a check each); a call
+//! covers two levels of the tree, and the two leaves of a node run side
+//! by side. Every copy adds the same operands in the same order, so the
+//! bits are the same.
 
 use super::parallel::join;
 use super::reduce_run::PARALLEL_MIN;
@@ -83,104 +85,109 @@ mod x86 {
     use super::{halves, short};
     use std::arch::x86_64::*;
 
-    /// `tree` (NumPy's tree, [`super::tree`]) with the leaves of `leaf`
-    /// under `features`. A node two levels down (`node`) is inlined, and
-    /// the two leaves of a node are added side by side: a call per node
-    /// cost as much as the adds of its leaf, and a leaf's adds are one
-    /// chain (float64 `sum()` of 10^7, one Sapphire Rapids thread, torch's
-    /// memory: 4.7 ms, torch 3.9; now 3.6).
+    /// `tree` (NumPy's tree, [`super::tree`]) under `features`, its leaves'
+    /// 8 accumulators an `Acc` that `load` fills from 8 elements, `add`
+    /// adds 8 more to and `end` totals as NumPy does. A node two levels
+    /// down (`node`) is inlined, and the two leaves of a node (`pair`) add
+    /// side by side: a call per node cost as much as the adds of its leaf,
+    /// and a leaf's adds are one chain (float64 `sum()` of 10^7, one
+    /// Sapphire Rapids thread, torch's memory: 4.7 ms, torch 3.9; now 3.5).
     macro_rules! tree {
-        ($(#[$m:meta])* $tree:ident, $node:ident, $leaf:ident, $pair:ident, $features:literal) => {
+        ($(#[$m:meta])* $tree:ident, $node:ident, $leaf:ident, $pair:ident, $features:literal,
+         $acc:ty, $load:ident, $add:ident, $end:ident) => {
             $(#[$m])*
             #[target_feature(enable = $features)]
             pub(super) unsafe fn $tree(a: &[f64]) -> f64 {
-                // SAFETY (all three): as this function's.
                 if a.len() <= 128 {
-                    return unsafe { $leaf(a) };
+                    return $leaf(a);
                 }
                 let (l, r) = halves(a);
                 if l.len() >= 8 && r.len() >= 8 && r.len() <= 128 {
-                    return unsafe { $pair(l, r) };
+                    return $pair(l, r);
                 }
-                unsafe { $node(l) + $node(r) }
+                $node(l) + $node(r)
             }
 
             /// A child's subtree, as the tree's.
-            ///
-            /// # Safety
-            /// As for the tree's.
             #[inline]
             #[target_feature(enable = $features)]
-            unsafe fn $node(a: &[f64]) -> f64 {
-                // SAFETY (both): as this function's.
+            fn $node(a: &[f64]) -> f64 {
                 if a.len() <= 128 {
-                    return unsafe { $leaf(a) };
+                    return $leaf(a);
                 }
                 let (l, r) = halves(a);
+                // SAFETY: this function's features are the tree's.
                 unsafe { $tree(l) + $tree(r) }
+            }
+
+            /// [`super::leaf`] (at most 128 elements).
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn $leaf(a: &[f64]) -> f64 {
+                if a.len() < 8 {
+                    return short(a);
+                }
+                let full = a.len() - a.len() % 8;
+                let mut r: $acc = $load(&a[..8]);
+                for c in a[8..full].chunks_exact(8) {
+                    r = $add(r, $load(c));
+                }
+                $end(r, &a[full..])
+            }
+
+            /// Two leaves of 8 to 128 elements, their chains of adds side by
+            /// side.
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn $pair(a: &[f64], b: &[f64]) -> f64 {
+                let (fa, fb) = (a.len() - a.len() % 8, b.len() - b.len() % 8);
+                let (mut ra, mut rb): ($acc, $acc) = ($load(&a[..8]), $load(&b[..8]));
+                let both = fa.min(fb);
+                for (x, y) in a[8..both].chunks_exact(8).zip(b[8..both].chunks_exact(8)) {
+                    ra = $add(ra, $load(x));
+                    rb = $add(rb, $load(y));
+                }
+                for x in a[both..fa].chunks_exact(8) {
+                    ra = $add(ra, $load(x));
+                }
+                for y in b[both..fb].chunks_exact(8) {
+                    rb = $add(rb, $load(y));
+                }
+                $end(ra, &a[fa..]) + $end(rb, &b[fb..])
             }
         };
     }
 
     tree!(
-        /// [`super::tree`] with AVX-512 leaves.
+        /// [`super::tree`] with AVX-512 leaves: the 8 accumulators are one
+        /// 512-bit register.
         ///
         /// # Safety
         /// The CPU has AVX-512 F and AVX2.
-        tree512, node512, leaf512, pair512, "avx512f,avx2"
+        tree512, node512, leaf512, pair512, "avx512f,avx2", __m512d, load512, add512, end512
     );
     tree!(
-        /// [`super::tree`] with AVX2 leaves.
+        /// [`super::tree`] with AVX2 leaves: the 8 accumulators are two
+        /// 256-bit registers.
         ///
         /// # Safety
         /// The CPU has AVX2.
-        tree256, node256, leaf256, pair256, "avx2"
+        tree256, node256, leaf256, pair256, "avx2", [__m256d; 2], load256, add256, end256
     );
 
-    /// [`super::leaf`]: the 8 accumulators are one 512-bit register.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F; `a` has at most 128 elements.
+    /// 8 elements (the slice's first) in one register.
     #[inline]
     #[target_feature(enable = "avx512f,avx2")]
-    unsafe fn leaf512(a: &[f64]) -> f64 {
-        if a.len() < 8 {
-            return short(a);
-        }
-        let (p, full) = (a.as_ptr(), a.len() - a.len() % 8);
-        // SAFETY: every load reads 8 elements below `full`.
-        let mut r = unsafe { _mm512_loadu_pd(p) };
-        for i in (8..full).step_by(8) {
-            // SAFETY: as above.
-            r = _mm512_add_pd(r, unsafe { _mm512_loadu_pd(p.add(i)) });
-        }
-        end512(r, &a[full..])
+    fn load512(c: &[f64]) -> __m512d {
+        assert!(c.len() >= 8);
+        // SAFETY: 8 elements, checked.
+        unsafe { _mm512_loadu_pd(c.as_ptr()) }
     }
 
-    /// Two [`leaf512`]s, their chains of adds side by side.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F; each leaf has 8 to 128 elements.
     #[inline]
     #[target_feature(enable = "avx512f,avx2")]
-    unsafe fn pair512(a: &[f64], b: &[f64]) -> f64 {
-        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let (fa, fb) = (a.len() - a.len() % 8, b.len() - b.len() % 8);
-        // SAFETY (every load): 8 elements below its leaf's `fa` or `fb`.
-        let (mut ra, mut rb) = unsafe { (_mm512_loadu_pd(pa), _mm512_loadu_pd(pb)) };
-        let mut i = 8;
-        while i < fa.min(fb) {
-            ra = _mm512_add_pd(ra, unsafe { _mm512_loadu_pd(pa.add(i)) });
-            rb = _mm512_add_pd(rb, unsafe { _mm512_loadu_pd(pb.add(i)) });
-            i += 8;
-        }
-        for j in (i..fa).step_by(8) {
-            ra = _mm512_add_pd(ra, unsafe { _mm512_loadu_pd(pa.add(j)) });
-        }
-        for j in (i..fb).step_by(8) {
-            rb = _mm512_add_pd(rb, unsafe { _mm512_loadu_pd(pb.add(j)) });
-        }
-        end512(ra, &a[fa..]) + end512(rb, &b[fb..])
+    fn add512(r: __m512d, x: __m512d) -> __m512d {
+        _mm512_add_pd(r, x)
     }
 
     /// A leaf's total: its 8 accumulators as NumPy adds them, then its
@@ -196,64 +203,27 @@ mod x86 {
         tail.iter().fold(res, |res, &x| res + x)
     }
 
-    /// [`super::leaf`]: the 8 accumulators are two 256-bit registers.
-    ///
-    /// # Safety
-    /// The CPU has AVX2; `a` has at most 128 elements.
+    /// [`load512`] into two 256-bit registers.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn leaf256(a: &[f64]) -> f64 {
-        if a.len() < 8 {
-            return short(a);
+    fn load256(c: &[f64]) -> [__m256d; 2] {
+        assert!(c.len() >= 8);
+        // SAFETY: 8 elements, checked.
+        unsafe {
+            [
+                _mm256_loadu_pd(c.as_ptr()),
+                _mm256_loadu_pd(c.as_ptr().add(4)),
+            ]
         }
-        let (p, full) = (a.as_ptr(), a.len() - a.len() % 8);
-        // SAFETY (every load): 4 elements below `full`.
-        let mut r = unsafe { [_mm256_loadu_pd(p), _mm256_loadu_pd(p.add(4))] };
-        for i in (8..full).step_by(8) {
-            r = add256(r, unsafe {
-                [_mm256_loadu_pd(p.add(i)), _mm256_loadu_pd(p.add(i + 4))]
-            });
-        }
-        end256(r, &a[full..])
     }
 
-    /// Two [`leaf256`]s, their chains of adds side by side.
-    ///
-    /// # Safety
-    /// The CPU has AVX2; each leaf has 8 to 128 elements.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn pair256(a: &[f64], b: &[f64]) -> f64 {
-        let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let (fa, fb) = (a.len() - a.len() % 8, b.len() - b.len() % 8);
-        // SAFETY (every load): 4 elements below its leaf's `fa` or `fb`.
-        let eight = |p: *const f64, i: usize| unsafe {
-            [_mm256_loadu_pd(p.add(i)), _mm256_loadu_pd(p.add(i + 4))]
-        };
-        let (mut ra, mut rb) = (eight(pa, 0), eight(pb, 0));
-        let mut i = 8;
-        while i < fa.min(fb) {
-            ra = add256(ra, eight(pa, i));
-            rb = add256(rb, eight(pb, i));
-            i += 8;
-        }
-        for j in (i..fa).step_by(8) {
-            ra = add256(ra, eight(pa, j));
-        }
-        for j in (i..fb).step_by(8) {
-            rb = add256(rb, eight(pb, j));
-        }
-        end256(ra, &a[fa..]) + end256(rb, &b[fb..])
-    }
-
-    /// The 8 accumulators of an AVX2 leaf plus 8 elements.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn add256(r: [__m256d; 2], x: [__m256d; 2]) -> [__m256d; 2] {
         [_mm256_add_pd(r[0], x[0]), _mm256_add_pd(r[1], x[1])]
     }
 
-    /// [`end512`] for an AVX2 leaf's two registers.
+    /// [`end512`] for two 256-bit registers.
     #[inline]
     #[target_feature(enable = "avx2")]
     fn end256(r: [__m256d; 2], tail: &[f64]) -> f64 {
