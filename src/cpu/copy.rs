@@ -128,7 +128,21 @@ fn cast_typed<S: Element, D: Element>(dst: &Tensor, src: &Tensor) {
         return;
     };
     if let (Some(o), Some(i)) = (out.as_slice_mut(), input.as_slice()) {
-        o.iter_mut().zip(i).for_each(|(o, &x)| *o = x.cast());
+        // Split across threads as `cast.rs`'s loops are: the pairs it has no
+        // loop for (bool, the 8- and 16-bit integers, complex) wrote, and
+        // so first touched, a new output's pages on one thread (bool to
+        // float64 of 2000x2000: 1.43 ms, torch 1.18; 1.22 into memory
+        // written before).
+        let o = o.as_mut_ptr() as usize;
+        for_range(i.len(), PARALLEL_MIN, 64, |start, end| {
+            // SAFETY: start..end lies inside the output, which holds as
+            // many elements as the input; the pieces are disjoint.
+            let o =
+                unsafe { std::slice::from_raw_parts_mut((o as *mut D).add(start), end - start) };
+            o.iter_mut()
+                .zip(&i[start..end])
+                .for_each(|(o, &x)| *o = x.cast());
+        });
         return;
     }
     Zip::from(&mut out)

@@ -97,6 +97,25 @@ def test_a_transposed_cast_is_one_contiguous_pass_over_its_memory():
     assert flat.tolist() == t.as_strided((6,), (1,)).tolist()
 
 
+# Pairs without a loop of their own in src/cpu/cast.rs: the generic
+# element cast, split across threads past 2^16 elements.
+GENERIC_PAIRS = [("bool", "float64"), ("uint8", "float32"), ("int8", "float16"), ("int16", "int64"),
+                 ("float32", "uint8"), ("float64", "bool"), ("complex64", "complex128")]
+
+
+@pytest.mark.parametrize("src,dst", GENERIC_PAIRS)
+def test_long_casts_of_the_other_pairs_match_torch_in_every_piece(src, dst):
+    # 2^16 * 3 + 7 elements, so the pieces and their ends differ; each
+    # element its own value, so a piece written at the wrong place shows.
+    n = (1 << 16) * 3 + 7
+    t = (torch.arange(n, dtype=torch.float64) % 251 - 120).to(getattr(torch, src))
+    for view in (t, t.reshape(5, -1).T):  # contiguous, and a transpose cast in its memory order
+        got = torch.from_dlpack(db.from_dlpack(view).to(getattr(db, dst)))
+        want = view.to(getattr(torch, dst))
+        assert got.stride() == want.stride()
+        assert torch.equal(got, want)
+
+
 def test_negative_numpy_strides_give_a_dense_copy():
     # NumPy's reversed views have negative strides, which torch cannot hold:
     # the new tensor is dense, with the same values.
