@@ -102,6 +102,23 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
         );
     }
     let number = |s, left| number(s, dtype, op, left);
+    let tensors = tensors_of(a, b);
+    let block = backend::of(device).block_elements();
+    if tensors
+        .iter()
+        .any(|t| t.dtype() != dtype && t.numel() > CAST_BLOCKS_FROM * block)
+    {
+        // A whole cast of a large operand is a temporary as large as the
+        // output, written to fresh memory and read back from DRAM: cast
+        // and compute a block at a time, in cache.
+        let shape = broadcast_shape(&tensors)?;
+        let out =
+            Tensor::empty_for_elementwise(&shape, &tensors, tensors.len() == 1, dtype, device)?;
+        by_blocks(a, b, dtype, &out, block, number, |part, lhs, rhs| {
+            backend::of(device).binary(part, lhs, rhs, op)
+        })?;
+        return Ok(out);
+    }
     elementwise(a, b, dtype, number, |lhs, rhs, shape| {
         let out = Tensor::empty_for_elementwise(
             &shape,
@@ -113,6 +130,67 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
         backend::of(device).binary(&out, lhs, rhs, op)?;
         Ok(out)
     })
+}
+
+/// Blocks ([`Backend::block_elements`](crate::backend::Backend::block_elements))
+/// in an operand to cast from which `binary` casts a block at a time:
+/// below this, a whole cast's temporary stays in L2 and one call costs less
+/// than a call per block (a few µs each).
+const CAST_BLOCKS_FROM: usize = 4;
+
+/// The tensor operands, in argument order.
+fn tensors_of<'a>(a: Operand<'a>, b: Operand<'a>) -> SmallVec<[&'a Tensor; 2]> {
+    [a, b]
+        .into_iter()
+        .filter_map(|o| match o {
+            Operand::Tensor(t) => Some(t),
+            Operand::Scalar(_) => None,
+        })
+        .collect()
+}
+
+/// The shape the tensor operands (one or two) broadcast to.
+fn broadcast_shape(tensors: &[&Tensor]) -> Result<Vec<usize>> {
+    match tensors {
+        [x, y] => broadcast_shapes(x.shape(), y.shape()),
+        _ => Ok(tensors[0].shape().to_vec()),
+    }
+}
+
+/// Runs `run(part, lhs, rhs)` for each block of `out` (at most `len`
+/// elements, see `blocks.rs`): `part` the block's view of `out`, `lhs` and
+/// `rhs` the operands' blocks cast to `dtype` as [`elementwise`] gives them.
+/// An operand no larger than a block (a 0-d tensor, a broadcast row) is
+/// cast once, whole, not once a block.
+fn by_blocks(
+    a: Operand,
+    b: Operand,
+    dtype: DType,
+    out: &Tensor,
+    len: usize,
+    number: impl Fn(Scalar, bool) -> Rhs<'static>,
+    run: impl Fn(&Tensor, &Tensor, Rhs) -> Result<()>,
+) -> Result<()> {
+    let shape = out.shape();
+    let small = |o: Operand| match o {
+        Operand::Tensor(t) if t.numel() <= len => t.to_dtype(dtype).map(Some),
+        _ => Ok(None),
+    };
+    let (small_a, small_b) = (small(a)?, small(b)?);
+    let a = small_a.as_ref().map_or(a, Operand::Tensor);
+    let b = small_b.as_ref().map_or(b, Operand::Tensor);
+    for sel in blocks::blocks(shape, len) {
+        let part = out.index(&sel)?;
+        let view = |o: Operand| match o {
+            Operand::Tensor(t) => blocks::block_of(t, shape, &sel).map(Some),
+            Operand::Scalar(_) => Ok(None),
+        };
+        let (va, vb) = (view(a)?, view(b)?);
+        let pa = va.as_ref().map_or(a, Operand::Tensor);
+        let pb = vb.as_ref().map_or(b, Operand::Tensor);
+        elementwise(pa, pb, dtype, &number, |lhs, rhs, _| run(&part, lhs, rhs))?;
+    }
+    Ok(())
 }
 
 /// Both sides' zero-dim CPU tensors lifted onto the other side's device
@@ -362,13 +440,7 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
         value: value.rounded_to(dtype),
         left,
     };
-    let tensors: SmallVec<[&Tensor; 2]> = [a, b]
-        .into_iter()
-        .filter_map(|o| match o {
-            Operand::Tensor(t) => Some(t),
-            Operand::Scalar(_) => None,
-        })
-        .collect();
+    let tensors = tensors_of(a, b);
     if tensors.iter().all(|t| t.dtype() == dtype) {
         return elementwise(a, b, dtype, number, |lhs, rhs, shape| {
             let out = Tensor::empty_for_elementwise(
@@ -384,10 +456,7 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
     }
     // An operand to cast: a block of the output at a time, so the cast
     // copies stay no larger than the bool output (or a few KiB).
-    let shape = match tensors[..] {
-        [x, y] => broadcast_shapes(x.shape(), y.shape())?,
-        _ => tensors[0].shape().to_vec(),
-    };
+    let shape = broadcast_shape(&tensors)?;
     let out =
         Tensor::empty_for_elementwise(&shape, &tensors, tensors.len() == 1, DType::Bool, device)?;
     let len = blocks::block_len(
@@ -396,28 +465,9 @@ pub fn compare(a: Operand, b: Operand, op: CompareOp) -> Result<Tensor> {
         dtype.size(),
         backend::of(device).block_elements(),
     );
-    // An operand no larger than a block is cast once, whole (a 0-d tensor,
-    // a broadcast row), not once a block at the block's size.
-    let small = |o: Operand| match o {
-        Operand::Tensor(t) if t.numel() <= len => t.to_dtype(dtype).map(Some),
-        _ => Ok(None),
-    };
-    let (small_a, small_b) = (small(a)?, small(b)?);
-    let a = small_a.as_ref().map_or(a, Operand::Tensor);
-    let b = small_b.as_ref().map_or(b, Operand::Tensor);
-    for sel in blocks::blocks(&shape, len) {
-        let part = out.index(&sel)?;
-        let view = |o: Operand| match o {
-            Operand::Tensor(t) => blocks::block_of(t, &shape, &sel).map(Some),
-            Operand::Scalar(_) => Ok(None),
-        };
-        let (va, vb) = (view(a)?, view(b)?);
-        let pa = va.as_ref().map_or(a, Operand::Tensor);
-        let pb = vb.as_ref().map_or(b, Operand::Tensor);
-        elementwise(pa, pb, dtype, number, |lhs, rhs, _| {
-            backend::of(device).compare(&part, lhs, rhs, op)
-        })?;
-    }
+    by_blocks(a, b, dtype, &out, len, number, |part, lhs, rhs| {
+        backend::of(device).compare(part, lhs, rhs, op)
+    })?;
     Ok(out)
 }
 

@@ -2,8 +2,10 @@
 //! time: each block's operands are cast into a temporary of that block's
 //! size, so the temporaries stay small however large the tensors are (a
 //! whole-tensor cast of the operands of `int32 < float64` would be 8 bytes
-//! an element, eight times the bool output). An operand no larger than a
-//! block (a number as a 0-d tensor, a broadcast row) is cast once, whole.
+//! an element, eight times the bool output; those of a large `int32 /
+//! int32`, written to fresh memory and read back, took longer than the
+//! division). An operand no larger than a block (a number as a 0-d tensor,
+//! a broadcast row) is cast once, whole.
 
 use crate::backend::BinaryOp;
 use crate::layout::Selection;

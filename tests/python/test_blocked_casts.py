@@ -1,6 +1,7 @@
 """Ops whose operands must be cast first (`int32 < float64`, `sum(dtype=...)`,
-`mean(dtype=...)`) cast a block of the output at a time (src/ops/blocks.rs):
-the values are torch's, and no temporary as large as the input is made.
+`mean(dtype=...)`, and past 4 blocks `int32 / int32` or `int32 + float64`)
+cast a block of the output at a time (src/ops/blocks.rs): the values are
+torch's, and no temporary as large as the input is made.
 
 The memory checks run in a fresh process that resets its peak resident size
 (`/proc/self/clear_refs`, 5) before the op and reads it (`VmHWM`) after: a
@@ -41,7 +42,8 @@ def values(dtype, shape, seed):
 def same(d, t):
     assert d.dtype == getattr(db, str(t.dtype).split(".")[1])
     assert tuple(d.shape) == tuple(t.shape)
-    np.testing.assert_array_equal(torch.from_dlpack(d).numpy(), t.numpy())
+    wide = (lambda x: x.double()) if t.dtype == torch.bfloat16 else (lambda x: x)  # NumPy has no bfloat16
+    np.testing.assert_array_equal(wide(torch.from_dlpack(d)).numpy(), wide(t).numpy())
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -73,6 +75,57 @@ def test_mixed_comparisons_of_empty_and_zero_dim():
     same(db.from_dlpack(a) < db.from_dlpack(b), a < b)
     x, y = torch.tensor(3, dtype=torch.int16), torch.tensor(2.5)
     same(db.from_dlpack(x) > db.from_dlpack(y), x > y)
+
+
+# Operands past 4 blocks of 2^16 elements (src/ops/arith.rs's CAST_BLOCKS_FROM), so
+# arithmetic casts its operands a block at a time; the last is below it.
+ARITH_SHAPES = [(300001,), (700, 401), (3, 5, 20011), (70001,)]
+ARITH_PAIRS = [("int32", "int32"), ("int64", "int64"), ("int32", "float64"), ("float16", "float32"),
+               ("bool", "float32"), ("uint8", "int8"), ("bfloat16", "float16")]
+ARITH_OPS = ["add", "sub", "mul", "div", "maximum", "minimum"]
+
+
+def arith(x, op, y):
+    if op == "sub" and torch.bool in (getattr(x, "dtype", None), getattr(y, "dtype", None)):
+        return None  # refused, with PyTorch's words: tests/python/test_unary_binary_ops.py
+    return getattr(x, op)(y)
+
+
+@pytest.mark.parametrize("shape", ARITH_SHAPES, ids=str)
+@pytest.mark.parametrize("left,right", ARITH_PAIRS)
+def test_mixed_arithmetic_matches_torch(shape, left, right):
+    a, b = values(left, shape, 6), values(right, shape, 7)
+    A, B = db.from_dlpack(a), db.from_dlpack(b)
+    for op in ARITH_OPS:
+        for (x, y), (X, Y) in (((a, b), (A, B)), ((b, a), (B, A))):
+            want = arith(x, op, y)
+            if want is not None:
+                same(arith(X, op, Y), want)
+
+
+@pytest.mark.parametrize("left,right", ARITH_PAIRS)
+def test_mixed_arithmetic_broadcasts_strides_and_takes_numbers(left, right):
+    a, b = values(left, (701, 400), 8), values(right, (400,), 9)
+    A, B = db.from_dlpack(a), db.from_dlpack(b)
+    for op in ("add", "mul", "div"):
+        same(arith(A, op, B), arith(a, op, b))                          # a row broadcast down
+        got, want = arith(A.T, op, B[:, None]), arith(a.T, op, b[:, None])
+        same(got, want)                                                 # a transposed operand
+        assert got.stride() == want.stride()                            # torch's output strides
+        same(arith(A[::2, 1::3], op, B[1::3]), arith(a[::2, 1::3], op, b[1::3]))
+        same(arith(B[4], op, A.T), arith(b[4], op, a.T))                # a 0-d tensor
+    if left != "bool":
+        for number in (0.5, -3, 2.5, True):
+            same(A / number, a / number)
+            # torch's `number / a` is `a.reciprocal() * number` (two
+            # roundings); dlbridge divides once, as torch's div kernel does.
+            same(number / A, torch.tensor(number) / a)
+            same(A * number, a * number)
+            if number is not True:  # refused for a bool number, as by PyTorch
+                same(number - A, number - a)
+    c = values(right, (701, 400), 10)
+    C = db.from_dlpack(c)
+    same(A.T.contiguous() * C.T, a.T.contiguous() * c.T)                # two layouts
 
 
 REDUCE_CASES = [  # shape, dims: outputs in blocks (few reduced) and partial sums (many reduced)
@@ -193,6 +246,7 @@ MEASURABLE = pytest.mark.skipif(
 @MEASURABLE
 @pytest.mark.parametrize("op,src,output_bytes", [
     ("a < b", "int32", 4_000_000),                              # bool output, float64 compare
+    ("a + b", "int32", 32_000_000),                             # float64 output, int32 cast to it
     ("a.sum(dtype=db.float64)", "float32", 8),                  # one float64
     ("a.mean(dtype=db.float64)", "float32", 8),
     ("a.view(-1, 2000).sum(1, dtype=db.float64)", "float32", 16_000),
