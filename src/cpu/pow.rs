@@ -44,11 +44,12 @@ pub(crate) fn pow<T: Arith + Sink<T::C>>(out: &Tensor, a: Arg, b: Arg, in_place:
 struct Pow;
 
 impl<C: Arith> Kernel<C> for Pow {
-    // Splits from 2048 elements. Two threads against one, float32 `a ** b`
-    // (Sapphire Rapids, 2 cores): 1000 elements 3.2 µs against 2.4, 2000
-    // 4.0 against 4.4, 4000 5.8 against 8.2; float64 even at 1000 (3.9
-    // against 4.0), 5.5 against 7.4 at 2000.
-    const COST: usize = 16;
+    // float64 splits from 2048 elements: two threads against one (Sapphire
+    // Rapids, 2 cores) even at 1000 (3.9 µs against 4.0), 5.5 against 7.4
+    // at 2000. float32's kernel (float32 lanes) is a third of that: from
+    // 5461, where 4000 elements took 3.6-4.0 µs on two threads, 8000 5.2
+    // (one thread: 0.8 ns an element and 0.4 µs).
+    const COST: usize = if size_of::<C>() == 4 { 6 } else { 16 };
     #[inline(always)]
     fn apply(x: C, y: C) -> C {
         x.pow(y)

@@ -1,37 +1,39 @@
-//! [`pow_f32`] and [`pow_f64`] on AVX-512: the same bits, a third less
-//! time.
+//! [`pow_f32`] and [`pow_f64`] on AVX-512: the same bits, in less time.
 //!
 //! The compiler vectorises both kernels for AVX-512 by itself, but it reads
-//! every table with gathers and selects C99's special values in every lane:
-//! float32 took about 95 instructions per eight elements, 2.0 ns an element
-//! (NumPy's SVML `powf`: 0.6), float64 3.7 ns (SVML: 2.1), one thread on
-//! Sapphire Rapids. Here a step whose bases are positive normal numbers
-//! and whose exponents are finite (the usual case) selects no special
-//! value; any other step runs the scalar kernel lane by lane.
+//! every table with gathers and selects C99's special values in every lane.
+//! Here a step whose bases are positive normal numbers and whose exponents
+//! are finite (the usual case) selects no special value; any other step
+//! runs the scalar kernel lane by lane.
 //!
-//! - float32, sixteen elements a step (two halves of eight in float64): the
-//!   three tables (`invc`, `ln c`, `2^(j/16)`) sit in registers
-//!   (`vpermt2pd`, two per 32-entry table). 1.3 ns an element.
+//! - float32, sixteen elements a step in float32 lanes ([`Fast`]): the five
+//!   32-entry tables sit in registers (`vpermt2ps`), about 50 vector
+//!   instructions a step, 0.5-0.6 ns an element on Sapphire Rapids (NumPy's
+//!   SVML `powf`: 0.55-0.65, within about 1 ulp; the float64-lane kernel
+//!   that was here: 1.3). A step with exponents past ±512 runs the float64
+//!   kernel ([`Wide`], two halves of eight) for those lanes.
 //! - float64, eight a step: `ln_dd`'s three 128-slot tables are gathered,
 //!   and a step whose results are normal computes `e^(th + tl)` by
-//!   `exp64`'s own AVX-512 kernel ([`PartsAvx512`]). 2.5 ns an element.
+//!   `exp64`'s own AVX-512 kernel ([`PartsAvx512`]). 2.5 ns an element
+//!   (SVML: 2.1).
 //!
 //! Every instruction is the scalar kernel's own operation in its order (no
-//! contraction, no reassociation), so the results are its bits. What is
-//! left is arithmetic: float32 runs about 100 vector instructions per
-//! sixteen elements on the two ports that take 512-bit ones, where SVML
-//! computes in float32 lanes, sixteen to a vector, to about 1 ulp; this
-//! kernel's result is the correctly rounded power but for rare ties.
+//! contraction, no reassociation), so the results are its bits.
 
 use std::arch::x86_64::*;
 
 use super::exp64::{PartsAvx512, ROUND, TABLE_HI};
-use super::vpow::{LN2_HI, LN2_LO, OFF, OFF32, pow_f32, pow_f64};
-use super::vpow_table::{INVC, INVC32, LOGC_HI, LOGC_LO, LOGC32};
+use super::vpow::{LN2_HI, LN2_LO, OFF, OFF32, SHIFT32, WIDE_FROM, pow_f32, pow_f64};
+use super::vpow_table::{
+    EXP2_HI, EXP2_LO, EXP2_POLY, INV_LN2, INVC, INVC_F32, INVC32, LOG2_POLY, LOG2C_HI, LOG2C_LO,
+    LOGC_HI, LOGC_LO, LOGC32,
+};
 
-/// `r[i] = pow_f32(x[i], y[i])` for the slices' common length; steps with
-/// special lanes run [`pow_f32`] itself, and so does the tail, and `x ** 0
-/// = 1 ** y = 1` is blended in.
+/// `r[i] = pow_f32(x[i], y[i])` for the slices' common length, sixteen
+/// lanes a step: a step whose bases are positive normal numbers and whose
+/// exponents are within ±[`WIDE_FROM`] (the usual case) runs [`Fast`];
+/// one with larger finite exponents also [`Wide`] (for those lanes); any
+/// other, and the tail, [`pow_f32`] itself.
 ///
 /// # Safety
 /// The CPU has AVX-512 F.
@@ -39,14 +41,9 @@ use super::vpow_table::{INVC, INVC32, LOGC_HI, LOGC_LO, LOGC32};
 pub(super) unsafe fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
     let n = r.len().min(x.len()).min(y.len());
     let (x, y, r) = (&x[..n], &y[..n], &mut r[..n]);
-    let four = |t: &[u64; 32]| {
-        // SAFETY: four runs of eight within the table's 32 entries.
-        unsafe { [0, 8, 16, 24].map(|at| _mm512_loadu_pd(t.as_ptr().add(at).cast())) }
-    };
-    let (invc, logc) = (four(&INVC32), four(&LOGC32));
-    // SAFETY: two runs of eight within the table's 16 entries.
-    let exp2 = unsafe { [0, 8].map(|at| _mm512_loadu_pd(TABLE_HI.as_ptr().add(at).cast())) };
     let c = Consts::new();
+    let fast = Fast::new();
+    let wide = Wide::new();
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n elements of each slice (unaligned loads and
@@ -56,45 +53,20 @@ pub(super) unsafe fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
             let yv = _mm512_loadu_ps(y.as_ptr().add(i));
             let ix = _mm512_castps_si512(xv);
             // Positive normal finite bases (bits 0x0080_0000..=0x7f7f_ffff),
-            // finite exponents.
+            // finite exponents, and those within ±WIDE_FROM.
             let normal = _mm512_cmple_epu32_mask(_mm512_sub_epi32(ix, c.min_normal), c.normal_span);
-            let finite = _mm512_cmplt_epu32_mask(
-                _mm512_and_si512(_mm512_castps_si512(yv), c.magnitude),
-                c.inf_bits,
-            );
-            if normal & finite == 0xffff {
-                // pow_f32's ln|x| bits, on sixteen lanes of 32-bit integers.
-                let tmp = _mm512_sub_epi32(ix, c.off);
-                let slot = _mm512_and_si512(_mm512_srli_epi32::<18>(tmp), c.mask31);
-                let k = _mm512_srai_epi32::<23>(tmp);
-                let m = _mm512_sub_epi32(ix, _mm512_and_si512(tmp, c.exponent));
-                let half = |v: __m512i, upper: bool| {
-                    if upper {
-                        _mm512_extracti64x4_epi64::<1>(v)
-                    } else {
-                        _mm512_castsi512_si256(v)
-                    }
+            let magnitude = _mm512_and_si512(_mm512_castps_si512(yv), c.magnitude);
+            let finite = _mm512_cmplt_epu32_mask(magnitude, c.inf_bits);
+            let small = normal & _mm512_cmple_epu32_mask(magnitude, c.wide_from);
+            if small == 0xffff {
+                _mm512_storeu_ps(r.as_mut_ptr().add(i), fast.pow(&c, ix, yv));
+            } else if normal & finite == 0xffff {
+                let e = wide.pow(&c, ix, xv, yv);
+                let e = if small == 0 {
+                    e
+                } else {
+                    _mm512_mask_blend_ps(small, e, fast.pow(&c, ix, yv))
                 };
-                let [lo, hi] = [false, true].map(|upper| {
-                    let lane = Lane {
-                        m: _mm512_cvtps_pd(_mm256_castsi256_ps(half(m, upper))),
-                        k: _mm512_cvtepi32_pd(half(k, upper)),
-                        slot: _mm512_cvtepu32_epi64(half(slot, upper)),
-                        y: _mm512_cvtps_pd(_mm256_castsi256_ps(half(
-                            _mm512_castps_si512(yv),
-                            upper,
-                        ))),
-                    };
-                    lane.pow(&c, &invc, &logc, &exp2)
-                });
-                let e = _mm512_castpd_ps(_mm512_insertf64x4::<1>(
-                    _mm512_castps_pd(_mm512_castps256_ps512(lo)),
-                    _mm256_castps_pd(hi),
-                ));
-                // x ** 0 = 1 ** y = 1.
-                let ones = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(yv, c.zero)
-                    | _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(xv, c.one);
-                let e = _mm512_mask_blend_ps(ones, e, c.one);
                 _mm512_storeu_ps(r.as_mut_ptr().add(i), e);
             } else {
                 for l in i..i + 16 {
@@ -106,6 +78,161 @@ pub(super) unsafe fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
     }
     for l in i..n {
         r[l] = pow_f32(x[l], y[l]);
+    }
+}
+
+/// [`pow_f32`]'s float32 kernel on sixteen lanes: its tables in registers
+/// (`vpermt2ps` reads 32 entries), its operations in its order.
+struct Fast {
+    invc: [__m512; 2],
+    log2c_hi: [__m512; 2],
+    log2c_lo: [__m512; 2],
+    exp2_hi: [__m512; 2],
+    exp2_lo: [__m512; 2],
+    one: __m512,
+    inv_ln2: [__m512; 2],
+    log2_poly: [__m512; 4],
+    exp2_poly: [__m512; 3],
+    shift: __m512,
+}
+
+impl Fast {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn new() -> Self {
+        // SAFETY: two runs of sixteen within a 32-entry table.
+        let two =
+            |t: &[u32; 32]| unsafe { [0, 16].map(|at| _mm512_loadu_ps(t.as_ptr().add(at).cast())) };
+        let f = |b: u32| _mm512_set1_ps(f32::from_bits(b));
+        Self {
+            invc: two(&INVC_F32),
+            log2c_hi: two(&LOG2C_HI),
+            log2c_lo: two(&LOG2C_LO),
+            exp2_hi: two(&EXP2_HI),
+            exp2_lo: two(&EXP2_LO),
+            one: _mm512_set1_ps(1.0),
+            inv_ln2: INV_LN2.map(f),
+            log2_poly: LOG2_POLY.map(f),
+            exp2_poly: EXP2_POLY.map(f),
+            shift: _mm512_set1_ps(SHIFT32),
+        }
+    }
+
+    /// `pow_f32(x, y)` for positive normal `x` (bits `ix`) and `|y| ≤
+    /// WIDE_FROM`: no special value arises (`x ** 0 = 1 ** y = 1` come out
+    /// of the arithmetic exactly).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn pow(&self, c: &Consts, ix: __m512i, y: __m512) -> __m512 {
+        let tmp = _mm512_sub_epi32(ix, c.off);
+        // vpermt2ps reads the index's low five bits: the slot.
+        let slot = _mm512_srli_epi32::<18>(tmp);
+        let k = _mm512_cvtepi32_ps(_mm512_srai_epi32::<23>(tmp));
+        let m = _mm512_castsi512_ps(_mm512_sub_epi32(ix, _mm512_and_si512(tmp, c.exponent)));
+        let table = |t: &[__m512; 2], at: __m512i| _mm512_permutex2var_ps(t[0], at, t[1]);
+        let invc = table(&self.invc, slot);
+        let p = _mm512_mul_ps(m, invc);
+        let pl = _mm512_fmsub_ps(m, invc, p);
+        let r = _mm512_sub_ps(p, self.one);
+        let a = _mm512_add_ps(k, table(&self.log2c_hi, slot));
+        let [c_hi, c_lo] = self.inv_ln2;
+        let rh = _mm512_mul_ps(r, c_hi);
+        let rl = _mm512_fmsub_ps(r, c_hi, rh);
+        let hi = _mm512_add_ps(a, rh);
+        let e = _mm512_add_ps(_mm512_sub_ps(a, hi), rh);
+        let cp = _mm512_mul_ps(pl, c_hi);
+        let lp = &self.log2_poly;
+        let q = _mm512_fmadd_ps(
+            _mm512_fmadd_ps(_mm512_fmadd_ps(lp[3], r, lp[2]), r, lp[1]),
+            r,
+            lp[0],
+        );
+        let small = _mm512_add_ps(
+            _mm512_fmadd_ps(r, c_lo, table(&self.log2c_lo, slot)),
+            _mm512_add_ps(e, rl),
+        );
+        let lo = _mm512_fmadd_ps(
+            _mm512_mul_ps(r, r),
+            q,
+            _mm512_add_ps(_mm512_fnmadd_ps(cp, r, cp), small),
+        );
+        let th = _mm512_mul_ps(y, hi);
+        let tl = _mm512_fmadd_ps(y, lo, _mm512_fmsub_ps(y, hi, th));
+        let u = _mm512_add_ps(_mm512_add_ps(th, tl), self.shift);
+        let qd = _mm512_sub_ps(u, self.shift);
+        let fr = _mm512_add_ps(_mm512_sub_ps(th, qd), tl);
+        let ep = &self.exp2_poly;
+        let w = _mm512_mul_ps(
+            _mm512_fmadd_ps(_mm512_fmadd_ps(ep[2], fr, ep[1]), fr, ep[0]),
+            fr,
+        );
+        let j = _mm512_castps_si512(u);
+        let t_hi = table(&self.exp2_hi, j);
+        let res = _mm512_add_ps(t_hi, _mm512_fmadd_ps(t_hi, w, table(&self.exp2_lo, j)));
+        // res · 2^floor(qd), one rounding.
+        _mm512_scalef_ps(res, qd)
+    }
+}
+
+/// [`pow_f32_wide`](super::vpow::pow_f32_wide)'s float64 kernel on sixteen lanes, as two halves of
+/// eight: its three tables (`invc`, `ln c`, `2^(j/16)`) in registers
+/// (`vpermt2pd`, two per 32-entry table).
+struct Wide {
+    invc: [__m512d; 4],
+    logc: [__m512d; 4],
+    exp2: [__m512d; 2],
+}
+
+impl Wide {
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn new() -> Self {
+        let four = |t: &[u64; 32]| {
+            // SAFETY: four runs of eight within the table's 32 entries.
+            unsafe { [0, 8, 16, 24].map(|at| _mm512_loadu_pd(t.as_ptr().add(at).cast())) }
+        };
+        Self {
+            invc: four(&INVC32),
+            logc: four(&LOGC32),
+            // SAFETY: two runs of eight within the table's 16 entries.
+            exp2: unsafe { [0, 8].map(|at| _mm512_loadu_pd(TABLE_HI.as_ptr().add(at).cast())) },
+        }
+    }
+
+    /// `pow_f32_wide(x, y)` for positive normal `x` (bits `ix`) and finite
+    /// `y`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn pow(&self, c: &Consts, ix: __m512i, xv: __m512, yv: __m512) -> __m512 {
+        // pow_f32_wide's ln|x| bits, on sixteen lanes of 32-bit integers.
+        let tmp = _mm512_sub_epi32(ix, c.off);
+        let slot = _mm512_and_si512(_mm512_srli_epi32::<18>(tmp), c.mask31);
+        let k = _mm512_srai_epi32::<23>(tmp);
+        let m = _mm512_sub_epi32(ix, _mm512_and_si512(tmp, c.exponent));
+        let half = |v: __m512i, upper: bool| {
+            if upper {
+                _mm512_extracti64x4_epi64::<1>(v)
+            } else {
+                _mm512_castsi512_si256(v)
+            }
+        };
+        let [lo, hi] = [false, true].map(|upper| {
+            let lane = Lane {
+                m: _mm512_cvtps_pd(_mm256_castsi256_ps(half(m, upper))),
+                k: _mm512_cvtepi32_pd(half(k, upper)),
+                slot: _mm512_cvtepu32_epi64(half(slot, upper)),
+                y: _mm512_cvtps_pd(_mm256_castsi256_ps(half(_mm512_castps_si512(yv), upper))),
+            };
+            lane.pow(c, &self.invc, &self.logc, &self.exp2)
+        });
+        let e = _mm512_castpd_ps(_mm512_insertf64x4::<1>(
+            _mm512_castps_pd(_mm512_castps256_ps512(lo)),
+            _mm256_castps_pd(hi),
+        ));
+        // x ** 0 = 1 ** y = 1.
+        let ones = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(yv, c.zero)
+            | _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(xv, c.one);
+        _mm512_mask_blend_ps(ones, e, c.one)
     }
 }
 
@@ -122,7 +249,7 @@ struct Lane {
 }
 
 impl Lane {
-    /// `pow_f32`'s `e^(y ln x)`, rounded to float32, for positive normal
+    /// `pow_f32_wide`'s `e^(y ln x)`, rounded to float32, for positive normal
     /// `x` and finite `y`.
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -163,19 +290,20 @@ impl Lane {
         }
         // 2^(j/16) by u's low four bits (q's: 1.5·2^52's are 0), times
         // e^s, then scaled by 2^floor(q/16): exact (the product lies
-        // far inside float64's normal range), so pow_f32's bits.
+        // far inside float64's normal range), so pow_f32_wide's bits.
         let entry = _mm512_permutex2var_pd(exp2[0], _mm512_castpd_si512(u), exp2[1]);
         let scaled = _mm512_scalef_pd(_mm512_mul_pd(entry, es), _mm512_mul_pd(qf, c.sixteenth));
         _mm512_cvtpd_ps(scaled)
     }
 }
 
-/// [`pow_f32`]'s constants, broadcast once per call.
+/// The float32 kernels' shared constants, broadcast once per call.
 struct Consts {
     min_normal: __m512i,
     normal_span: __m512i,
     magnitude: __m512i,
     inf_bits: __m512i,
+    wide_from: __m512i,
     off: __m512i,
     mask31: __m512i,
     exponent: __m512i,
@@ -205,6 +333,7 @@ impl Consts {
             normal_span: int(0x7f7f_ffff - 0x0080_0000),
             magnitude: int(0x7fff_ffff),
             inf_bits: int(0x7f80_0000),
+            wide_from: int(WIDE_FROM.to_bits()),
             off: int(OFF32),
             mask31: int(31),
             exponent: int(0xff80_0000),
@@ -421,6 +550,9 @@ mod tests {
                     (0, 1) => (bits(a), bits(b)),
                     (_, 2) => (1.0 + (unit(a) - 0.5) * 1e-6, (unit(b) - 0.5) * 1e8),
                     (_, 3) if a % 16 == 0 => (unit(a) * 4.0 + 0.1, 0.0),
+                    // Bases within 20% of 1, exponents either side of
+                    // pow_f32's WIDE_FROM (512).
+                    (_, 5) if a % 4 == 0 => (0.8 + unit(a) * 0.4, unit(b) * 1200.0 - 600.0),
                     (_, 4) if a % 16 == 0 => (1.0, unit(b) * 100.0 - 50.0),
                     (q, _) => {
                         let range = if q == 3 { range * 5.0 } else { range };
