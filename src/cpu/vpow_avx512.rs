@@ -516,11 +516,13 @@ mod tests {
     use super::super::vpow::{pow_f32, pow_f64};
 
     /// Bases and exponents for both kernels (xorshift64, the same on every
-    /// run): every fourth step of 16 mixes in special values (zeros,
-    /// negatives, subnormals, infinities, NaN, 1, 0) and arbitrary bits;
-    /// the others are plain: bases `2^±range` (and `2^±5·range`, results
-    /// past the ends: subnormal, 0 and inf) with exponents ±8, bases near 1
-    /// with large exponents, and a few `x ** 0` and `1 ** y`.
+    /// run), in steps of 16: one step in four mixes in special values
+    /// (zeros, negatives, subnormals, infinities, NaN, 1, 0) and arbitrary
+    /// bits; one is plain bases `2^±range` with exponents ±8; one bases near
+    /// 1 with exponents past ±600; the last plain bases `2^±5·range`
+    /// (results past the ends: subnormal, 0 and inf) mixed with bases near
+    /// 1 with large exponents, bases within 20% of 1 with exponents either
+    /// side of 512, and a few `x ** 0` and `1 ** y`.
     fn cases(n: usize, range: f64, bits: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
@@ -548,6 +550,17 @@ mod tests {
                 match (i / 16 % 4, i % 8) {
                     (0, 0) => (special[(a % 10) as usize], special[(b % 10) as usize]),
                     (0, 1) => (bits(a), bits(b)),
+                    // Steps of plain bases and exponents within ±8 only
+                    // (pow_f32's float32 kernel alone), and steps of
+                    // exponents past ±600 only (its float64 one alone).
+                    (1, _) => (((unit(a) * 2.0 - 1.0) * range).exp2(), unit(b) * 16.0 - 8.0),
+                    (2, _) => {
+                        let y = 600.0 + unit(b) * 5e4;
+                        (
+                            1.0 + (unit(a) - 0.5) * 1e-3,
+                            if a & 1 == 0 { y } else { -y },
+                        )
+                    }
                     (_, 2) => (1.0 + (unit(a) - 0.5) * 1e-6, (unit(b) - 0.5) * 1e8),
                     (_, 3) if a % 16 == 0 => (unit(a) * 4.0 + 0.1, 0.0),
                     // Bases within 20% of 1, exponents either side of

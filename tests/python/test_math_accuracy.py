@@ -240,8 +240,8 @@ def test_float64_pow_is_within_one_ulp():
 def test_narrow_pow_is_within_an_ulp(dtype):
     """float32 `a ** b` computes in float32 lanes (as NumPy's SVML and
     torch's SLEEF do, src/cpu/vpow.rs) within 0.55 ulp of the exact power,
-    1 ulp where the result is subnormal (rounded twice), and is the
-    correctly rounded power for all but about one in two hundred; exponents
+    0.8 where the result is subnormal (rounded twice), and is the
+    correctly rounded power for all but about one in three hundred; exponents
     past ±512 (float64 arithmetic) included. float16 computes in it and
     rounds once more, as torch does: within 1 ulp. Special values as
     NumPy's."""
@@ -253,13 +253,13 @@ def test_narrow_pow_is_within_an_ulp(dtype):
         exact = np.power(x.astype(np.float64), y.astype(np.float64))
         want = exact.astype(np.float32).astype(dtype)
     off = ~((got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want))
-    assert off.sum() <= len(x) // 100, (off.sum(), list(zip(x[off][:5], y[off][:5], got[off][:5], want[off][:5])))
+    assert off.sum() <= len(x) // 150, (off.sum(), list(zip(x[off][:5], y[off][:5], got[off][:5], want[off][:5])))
     finite = np.isfinite(want) & (exact != 0)
     if dtype == np.float32:
         tiny = np.abs(exact[finite]) < np.finfo(np.float32).tiny
         ulp = np.exp2(np.maximum(np.floor(np.log2(np.abs(exact[finite]))) - 23, -149))
         err = np.abs(got[finite].astype(np.float64) - exact[finite]) / ulp
-        assert err[~tiny].max() < 0.55 and err[tiny].max() < 1.0, (err[~tiny].max(), err[tiny].max())
+        assert err[~tiny].max() < 0.55 and err[tiny].max() < 0.8, (err[~tiny].max(), err[tiny].max())
     else:
         apart = np.abs(got[off].astype(np.float64) - want[off]) / np.spacing(np.abs(want[off])).astype(np.float64)
         assert (apart <= 1).all()
