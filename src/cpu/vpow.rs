@@ -15,16 +15,16 @@
 //!   reduced argument of [`exp64`]'s table kernel.
 //!
 //! So a float64 result is within about 0.7 ulp (the exp kernel's error and
-//! the final rounding). float32 ([`pow_f32`]) on AVX-512 CPUs computes in float32 lanes,
-//! sixteen to a vector as NumPy's SVML and torch's SLEEF do, with the low
-//! parts that keep it within 0.55 ulp (0.75 for subnormal results);
-//! past exponents of ±512, and on other CPUs, it computes in float64 ([`pow_f32_wide`]) and
-//! rounds, the correctly rounded power in all but rare ties. The kernels
-//! have no branches: C99's special cases (`pow(x, ±0) = 1` even for NaN,
-//! `pow(1, y) = 1`, `pow(-1, ±inf) = 1`, negative bases with integer and
-//! other exponents, zeros, infinities, NaN) are selected afterwards, so a
-//! loop of one vectorises, gathers for the tables included (float32's
-//! loop picks its kernel per step of 32 by the exponents).
+//! the final rounding). float32 ([`pow_f32`]) on AVX-512 CPUs computes
+//! in float32 lanes, sixteen to a vector as NumPy's SVML and torch's SLEEF
+//! do, with the low parts that keep it within 0.55 ulp (0.75 for subnormal
+//! results); past exponents of ±512, and on other CPUs, it computes in
+//! float64 ([`pow_f32_wide`]) and rounds, the correctly rounded power in
+//! all but rare ties. The kernels have no branches: C99's special cases
+//! (`pow(x, ±0) = 1` even for NaN, `pow(1, y) = 1`, `pow(-1, ±inf) = 1`,
+//! negative bases with integer and other exponents, zeros, infinities,
+//! NaN) are selected afterwards, so a loop of one vectorises, gathers for
+//! the tables included.
 
 use super::exp64;
 use super::vmath::pow2_f64;
@@ -203,8 +203,8 @@ fn lanes() -> bool {
     false
 }
 
-/// [`pow_f32`] for `|y|` within [`WIDE_FROM`] (and NaN): no branch, so
-/// that a loop of it vectorises.
+/// [`pow_f32`] for `|y|` within [`WIDE_FROM`] (and NaN) on AVX-512 CPUs:
+/// no branch; `vpow_avx512.rs`' `Fast` computes the same operations.
 #[inline(always)]
 fn pow_f32_lanes(x: f32, y: f32) -> f32 {
     let f = f32::from_bits;
