@@ -447,12 +447,6 @@ fn map_rows<T: Arith, O: Element>(
     });
 }
 
-/// `n`, checked to be above 0 where it is a constant.
-const fn nonzero(n: usize) -> usize {
-    assert!(n > 0, "a Kernel's COST is at least 1");
-    n
-}
-
 /// `out = K(a, b)` as [`map_into`], through [`row_kernel`]; `a` may be
 /// `out` itself (an in-place op: same layout, each block read before it is
 /// written).
@@ -466,8 +460,7 @@ pub(super) fn map_kernel<T: Arith + Sink<T::C>, K: Kernel<T::C>>(
         out,
         a,
         b,
-        // A kernel of COST 0 fails to build; the threshold is at least 1.
-        (grain::<T>() / const { nonzero(K::COST) }).max(1),
+        (grain::<T>() / K::cost().max(1)).max(1),
         |o, a, b, strides, len| {
             // SAFETY: map_rows' promise; an output that is `a` has a's layout.
             unsafe { row_kernel(o, a, b, strides, len, kernel) }

@@ -16,9 +16,10 @@ use super::operand::{BLOCK, Sink, Src, slice, slice_mut};
 pub(crate) trait Kernel<C: Copy>: Copy + Sync {
     /// About how many times an element of plain arithmetic an element of
     /// this kernel costs: its loops split across threads from
-    /// `parallel::grain / COST` elements, where the work outweighs a worker's
-    /// wake-up.
-    const COST: usize;
+    /// `parallel::grain / cost()` elements, where the work outweighs a worker's
+    /// wake-up. A function, not a constant: a kernel's cost may follow the
+    /// CPU (float32 `**` has another kernel on AVX-512 CPUs).
+    fn cost() -> usize;
     fn apply(x: C, y: C) -> C;
     /// `r[i] = apply(x[i], y[i])` over a block: a kernel may override it
     /// with explicit vector code that gives `apply`'s bits.
@@ -105,7 +106,9 @@ macro_rules! unary_kernels {
         pub(super) struct $name;
 
         impl<C: Arith> Kernel<C> for $name {
-            const COST: usize = 4;
+            fn cost() -> usize {
+                4
+            }
             #[inline(always)]
             fn apply(x: C, _: C) -> C {
                 x.$f()

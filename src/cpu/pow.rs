@@ -26,7 +26,8 @@ use super::arith::Arith;
 use super::elementwise::{Arg, map_inplace, map_into, map_kernel};
 use super::kernel::Kernel;
 use super::operand::Sink;
-use crate::{Category, Element, Scalar, Tensor};
+use super::vpow;
+use crate::{Category, DType, Element, Scalar, Tensor};
 
 /// `out = a ** b` (`in_place`: `a` is `out` itself), every tensor of
 /// `out`'s dtype, as `elementwise::binary` takes it.
@@ -46,10 +47,18 @@ struct Pow;
 impl<C: Arith> Kernel<C> for Pow {
     // float64 splits from 2048 elements: two threads against one (Sapphire
     // Rapids, 2 cores) even at 1000 (3.9 µs against 4.0), 5.5 against 7.4
-    // at 2000. float32's kernel (float32 lanes) is a third of that: from
-    // 5461, where 4000 elements took 3.6-4.0 µs on two threads, 8000 5.2
-    // (one thread: 0.8 ns an element and 0.4 µs).
-    const COST: usize = if size_of::<C>() == 4 { 6 } else { 16 };
+    // at 2000; so does float32 where its kernel is float64's (CPUs without
+    // AVX-512). float32's kernel in float32 lanes (AVX-512) is a third of
+    // that: from 5461, where 4000 elements took 3.6-4.0 µs on two threads,
+    // 8000 5.2 (one thread: 0.8 ns an element and 0.4 µs).
+    #[inline(always)]
+    fn cost() -> usize {
+        if C::DTYPE == DType::F32 && vpow::lanes() {
+            6
+        } else {
+            16
+        }
+    }
     #[inline(always)]
     fn apply(x: C, y: C) -> C {
         x.pow(y)

@@ -196,7 +196,7 @@ pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
 
 /// Whether [`pow_f32`] computes in float32 lanes: on AVX-512 CPUs.
 #[inline(always)]
-fn lanes() -> bool {
+pub(super) fn lanes() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     return super::isa::avx512();
     #[allow(unreachable_code)]
