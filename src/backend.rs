@@ -30,7 +30,7 @@
 //! ```
 
 use crate::storage::Storage;
-use crate::{Device, DeviceKind, Result, Scalar, Tensor};
+use crate::{DType, Device, DeviceKind, Result, Scalar, Tensor};
 use std::sync::Arc;
 
 /// How an elementwise op picks the dtype it computes and returns in from
@@ -244,6 +244,13 @@ pub(crate) trait Backend: Sync {
     /// `out = lhs op rhs`, all of `out`'s dtype. `lhs` broadcasts to `out`
     /// and may be `out` itself (an in-place op); `rhs` never overlaps `out`.
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()>;
+
+    /// `lhs / rhs` (true division) of two integer tensors of one dtype, as
+    /// a new tensor of the float dtype `dtype` they promote to, each
+    /// element converted as it is read (as the cast converts it), where the
+    /// backend has such a loop: one pass, where casting both operands first
+    /// takes three. `None`: the caller casts first.
+    fn divide_casting(&self, lhs: &Tensor, rhs: &Tensor, dtype: DType) -> Result<Option<Tensor>>;
 
     /// `out = lhs op rhs` into a fresh bool tensor `out`; `lhs` (and a
     /// tensor `rhs`) broadcast to it and share one dtype, which a number

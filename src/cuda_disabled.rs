@@ -8,7 +8,7 @@ use crate::backend::{
     Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
 };
 use crate::storage::{DeviceQueue, Storage};
-use crate::{Device, Error, ErrorKind, Result, Scalar, Tensor};
+use crate::{DType, Device, Error, ErrorKind, Result, Scalar, Tensor};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -54,6 +54,9 @@ impl Backend for Cuda {
     }
     fn binary(&self, out: &Tensor, _lhs: &Tensor, _rhs: Rhs, _op: BinaryOp) -> Result<()> {
         off(out.device())
+    }
+    fn divide_casting(&self, lhs: &Tensor, _: &Tensor, _: DType) -> Result<Option<Tensor>> {
+        off(lhs.device())
     }
     fn unary(&self, out: &Tensor, _src: &Tensor, _op: UnaryOp) -> Result<()> {
         off(out.device())

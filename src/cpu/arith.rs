@@ -88,6 +88,12 @@ pub trait Arith: Element + PartialEq {
     }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
+    /// An integer as float32, to nearest (as the cast to float32 gives it),
+    /// for true division's loop.
+    #[inline(always)]
+    fn as_f32(self) -> f32 {
+        unreachable!("only integers are converted while dividing")
+    }
     #[inline(always)]
     fn is_nan(self) -> bool {
         false
@@ -136,6 +142,7 @@ macro_rules! int_arith {
             #[inline(always)] fn pow(self, r: Self) -> Self { int_pow!(self, r, 1) }
             #[inline(always)] fn abs(self) -> Self { if self.less(0) { self.wrapping_neg() } else { self } }
             #[inline(always)] fn less(self, r: Self) -> bool { self < r }
+            #[inline(always)] fn as_f32(self) -> f32 { self as f32 }
             #[inline(always)] fn maximum(self, r: Self) -> Self { if self > r { self } else { r } }
             #[inline(always)] fn minimum(self, r: Self) -> Self { if self < r { self } else { r } }
         }

@@ -2,10 +2,11 @@
 //! plus the staging they need for layouts ndarray cannot write in place.
 
 use super::copy::{copy_into, materialize};
-use super::elementwise::{Arg, binary, compare, fill, unary, walkable, writable};
+use super::elementwise::{Arg, binary, compare, divide_casting, fill, unary, walkable, writable};
 use super::random::fill_uniform;
 use super::reduce::reduce_into;
 use crate::backend::{Backend, BinaryOp, CompareOp, ReduceOp, Rhs, UnaryOp};
+use crate::layout::broadcast_shapes;
 use crate::storage::Storage;
 use crate::{DType, Device, Result, Scalar, Tensor};
 use std::borrow::Cow;
@@ -94,6 +95,14 @@ impl Backend for Cpu {
                 into(out, in_place, |o| binary(o, a, b, op, false))
             }
         }
+    }
+
+    fn divide_casting(&self, lhs: &Tensor, rhs: &Tensor, dtype: DType) -> Result<Option<Tensor>> {
+        let shape = broadcast_shapes(lhs.shape(), rhs.shape())?;
+        let out = Tensor::empty_for_elementwise(&shape, &[lhs, rhs], false, dtype, lhs.device())?;
+        let (l, r) = (readable(lhs)?, readable(rhs)?);
+        let done = divide_casting(&out, Arg::Tensor(&l), Arg::Tensor(&r), lhs.dtype());
+        Ok(done.then_some(out))
     }
 
     fn compare(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: CompareOp) -> Result<()> {

@@ -24,7 +24,7 @@ use super::sqrt;
 use super::strided::{view, view_mut};
 use super::vmath;
 use crate::backend::UnaryOp;
-use crate::{DType, Element, Scalar, Tensor, with_compute_element};
+use crate::{Category, DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 use smallvec::SmallVec;
@@ -529,6 +529,23 @@ pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool)
             return super::pow::pow::<T>(out, a, b, in_place);
         }
         binary_typed::<T>(out, a, b, op, in_place)
+    })
+}
+
+/// `out = a / b` into the float32 `out` for integer operands of
+/// `dtype`, each element converted to float32 as it is read (to nearest,
+/// as the cast converts it) and divided there: PyTorch's true division of
+/// integers, in one pass. False (nothing written) for other dtypes.
+pub(crate) fn divide_casting(out: &Tensor, a: Arg, b: Arg, dtype: DType) -> bool {
+    if out.dtype() != DType::F32 {
+        return false;
+    }
+    with_compute_element!(dtype, T => {
+        if !const { matches!(<T as Element>::DTYPE.category(), Category::Integral) } {
+            return false;
+        }
+        map_into::<T, f32, f32>(out, a, b, |x, y| x.as_f32() / y.as_f32());
+        true
     })
 }
 

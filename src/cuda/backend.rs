@@ -7,7 +7,7 @@ use crate::backend::{
     Accelerator, Backend, BinaryOp, CompareOp, CudaIpcHandle, ReduceOp, Rhs, UnaryOp,
 };
 use crate::storage::{DeviceQueue, Storage};
-use crate::{Device, DeviceKind, Result, Scalar, Tensor};
+use crate::{DType, Device, DeviceKind, Result, Scalar, Tensor};
 use std::sync::Arc;
 
 /// NVIDIA GPUs, through the driver API (cudarc, loaded at run time).
@@ -34,6 +34,10 @@ impl Backend for Cuda {
 
     fn binary(&self, out: &Tensor, lhs: &Tensor, rhs: Rhs, op: BinaryOp) -> Result<()> {
         kernels::binary(out, lhs, rhs, op)
+    }
+
+    fn divide_casting(&self, _: &Tensor, _: &Tensor, _: DType) -> Result<Option<Tensor>> {
+        Ok(None) // the kernels take one dtype: the operands are cast first, a block at a time
     }
 
     fn unary(&self, out: &Tensor, src: &Tensor, op: UnaryOp) -> Result<()> {

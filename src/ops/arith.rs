@@ -101,6 +101,13 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
             op.name()
         );
     }
+    if let (BinaryOp::Div, Operand::Tensor(x), Operand::Tensor(y)) = (op, a, b)
+        && x.dtype() == y.dtype()
+        && x.dtype().category() == Category::Integral
+        && let Some(out) = backend::of(device).divide_casting(x, y, dtype)?
+    {
+        return Ok(out);
+    }
     let number = |s, left| number(s, dtype, op, left);
     let tensors = tensors_of(a, b);
     let block = backend::of(device).block_elements();

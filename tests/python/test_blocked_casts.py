@@ -1,7 +1,9 @@
 """Ops whose operands must be cast first (`int32 < float64`, `sum(dtype=...)`,
-`mean(dtype=...)`, and past 4 blocks `int32 / int32` or `int32 + float64`)
-cast a block of the output at a time (src/ops/blocks.rs): the values are
-torch's, and no temporary as large as the input is made.
+`mean(dtype=...)`, and past 4 blocks `int32 + float64`) cast a block of the
+output at a time (src/ops/blocks.rs): the values are torch's, and no
+temporary as large as the input is made. The true division of two integer
+tensors of one dtype (`int32 / int32`) converts each element as it reads
+it, in one pass, on the CPU (`Backend::divide_casting`).
 
 The memory checks run in a fresh process that resets its peak resident size
 (`/proc/self/clear_refs`, 5) before the op and reads it (`VmHWM`) after: a
@@ -126,6 +128,60 @@ def test_mixed_arithmetic_broadcasts_strides_and_takes_numbers(left, right):
     c = values(right, (701, 400), 10)
     C = db.from_dlpack(c)
     same(A.T.contiguous() * C.T, a.T.contiguous() * c.T)                # two layouts
+
+
+INTEGERS = ["uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"]
+
+
+def integers(dtype, shape, seed):
+    """Integers over the dtype's whole range, with zeros (x / 0 is +-inf,
+    0 / 0 NaN) and, for the 64-bit ones, odd values past 2^24 and 2^53
+    (rounded to float32 as the cast rounds them, once: 2^60 + 2^36 + 1
+    goes up, where float64 on the way would round it down)."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    flat = x.reshape(-1)
+    flat[::7] = 0
+    flat[1::11] = rng.integers(0, 5, size=flat[1::11].shape).astype(dtype)
+    if info.bits == 64:
+        flat[2::13] = (1 << 53) + 1
+        flat[3::17] = (1 << 24) + 3
+        flat[4::19] = (1 << 60) + (1 << 36) + 1  # through float64 first: rounded twice, down
+    return x
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_integer_true_division_converts_as_it_reads(dtype):
+    """`a / b` of two integer tensors of one dtype is float32 (PyTorch's
+    default float dtype), each operand converted to float32 to nearest and
+    then divided: NumPy's `a.astype(float32) / b.astype(float32)` bit for
+    bit, and torch's own `a / b` where torch divides that dtype, over
+    contiguous, strided, transposed, broadcast and 0-d operands."""
+    a, b = integers(dtype, (301, 257), 1), integers(dtype, (301, 257), 2)
+    A, B = db.from_numpy(a), db.from_numpy(b)
+    cases = [
+        (lambda x: x, lambda y: y),                     # contiguous, 77,357 elements
+        (lambda x: x[:1, :7], lambda y: y[1:2, :7]),    # short
+        (lambda x: x[:300:2, 1::3], lambda y: y[1::2, ::3]),  # strided
+        (lambda x: x.T, lambda y: y.T),                 # transposed: the output keeps the layout
+        (lambda x: x, lambda y: y[5]),                  # a row broadcast down
+        (lambda x: x[:, :1], lambda y: y[:1]),          # both broadcast
+        (lambda x: x[3, 4], lambda y: y),               # a 0-d tensor
+        (lambda x: x[3, 4], lambda y: y[5, 6]),         # both 0-d
+    ]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for f, g in cases:
+            got = f(A) / g(B)
+            assert got.dtype == db.float32
+            want = f(a).astype(np.float32) / g(b).astype(np.float32)
+            np.testing.assert_array_equal(np.from_dlpack(got), want)
+            if dtype in ("uint8", "int8", "int16", "int32", "int64"):
+                theirs = f(torch.from_numpy(a)) / g(torch.from_numpy(b))
+                same(got, theirs)
+                assert got.stride() == theirs.stride()
+    empty = db.from_numpy(np.zeros((0, 3), dtype=dtype))
+    assert (empty / B[0, :3]).shape == (0, 3)
 
 
 REDUCE_CASES = [  # shape, dims: outputs in blocks (few reduced) and partial sums (many reduced)
