@@ -283,7 +283,7 @@ fn pow_f32_lanes(x: f32, y: f32) -> f32 {
 /// exponents past ±[`WIDE_FROM`], 2.5 times its time). A lighter kernel than
 /// [`pow_f64`]'s, for float32's needs (about 2^-40 relative error before
 /// the rounding, so the result is the correctly rounded power but for
-/// rare near-ties): `ln|x|` from a table of 32 slots (`|r| ≤ 2^-6`) and
+/// rare near-ties and exact ties, which may round either way): `ln|x|` from a table of 32 slots (`|r| ≤ 2^-6`) and
 /// `ln(1 + r)`'s Taylor series to `r^7`; `e^t` from `exp64`'s table of
 /// `2^(j/16)` and Taylor's series to `r^5`. Every float32 result lies far
 /// inside float64's normal range, so the scaling is one integer add and
