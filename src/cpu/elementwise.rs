@@ -537,9 +537,7 @@ pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool)
 /// as the cast converts it) and divided there: PyTorch's true division of
 /// integers, in one pass. False (nothing written) for other dtypes.
 pub(crate) fn divide_casting(out: &Tensor, a: Arg, b: Arg, dtype: DType) -> bool {
-    if out.dtype() != DType::F32 {
-        return false;
-    }
+    debug_assert_eq!(out.dtype(), DType::F32);
     with_compute_element!(dtype, T => {
         if !const { matches!(<T as Element>::DTYPE.category(), Category::Integral) } {
             return false;

@@ -187,7 +187,14 @@ pub(super) const SHIFT32: f32 = 393_216.0;
 /// `log32.rs`), each within its bound.
 #[inline(always)]
 pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
-    if y.abs() > WIDE_FROM || !lanes() {
+    pow_f32_on(lanes(), x, y)
+}
+
+/// [`pow_f32`] as a CPU with (`lanes`) or without AVX-512 computes it: the
+/// tests run both kernels on any CPU.
+#[inline(always)]
+fn pow_f32_on(lanes: bool, x: f32, y: f32) -> f32 {
+    if y.abs() > WIDE_FROM || !lanes {
         pow_f32_wide(x, y)
     } else {
         pow_f32_lanes(x, y)
@@ -283,8 +290,9 @@ fn pow_f32_lanes(x: f32, y: f32) -> f32 {
 /// exponents past ±[`WIDE_FROM`], 2.5 times its time). A lighter kernel than
 /// [`pow_f64`]'s, for float32's needs (about 2^-40 relative error before
 /// the rounding, so the result is the correctly rounded power but for
-/// rare near-ties and exact ties, which may round either way): `ln|x|` from a table of 32 slots (`|r| ≤ 2^-6`) and
-/// `ln(1 + r)`'s Taylor series to `r^7`; `e^t` from `exp64`'s table of
+/// rare near-ties and exact ties, which may round either way): `ln|x|`
+/// from a table of 32 slots (`|r| ≤ 2^-6`) and `ln(1 + r)`'s Taylor
+/// series to `r^7`; `e^t` from `exp64`'s table of
 /// `2^(j/16)` and Taylor's series to `r^5`. Every float32 result lies far
 /// inside float64's normal range, so the scaling is one integer add and
 /// the rounding to float32 makes the subnormals, zeros and infinities.
@@ -375,15 +383,11 @@ pub(crate) fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{WIDE_FROM, lanes, pow_f32, pow_f32_lanes, pow_f32_wide, pow_f64};
+    use super::{lanes, pow_f32, pow_f32_on, pow_f32_wide, pow_f64};
 
     /// [`pow_f32`] as AVX-512 CPUs compute it, on any CPU.
     fn lanes_pow(x: f32, y: f32) -> f32 {
-        if y.abs() > WIDE_FROM {
-            pow_f32_wide(x, y)
-        } else {
-            pow_f32_lanes(x, y)
-        }
+        pow_f32_on(true, x, y)
     }
 
     /// Whether `a` and `b` are the same value (NaN equal to NaN, signed zeros apart).
