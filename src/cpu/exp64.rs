@@ -198,6 +198,74 @@ impl PartsAvx512 {
     }
 }
 
+/// [`parts_tail`] on four lanes of AVX2 for lanes whose results are
+/// normal, the table read by gathers: the general power's AVX2 copy
+/// (`vpow_avx2.rs`).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+pub(super) struct PartsAvx2 {
+    inv: std::arch::x86_64::__m256d,
+    round: std::arch::x86_64::__m256d,
+    round_bits: std::arch::x86_64::__m256i,
+    step_hi: std::arch::x86_64::__m256d,
+    step_lo: std::arch::x86_64::__m256d,
+    p: [std::arch::x86_64::__m256d; 5],
+    fifteen: std::arch::x86_64::__m256i,
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+impl PartsAvx2 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn new() -> Self {
+        use std::arch::x86_64::*;
+        Self {
+            inv: _mm256_set1_pd(INV_STEP),
+            round: _mm256_set1_pd(ROUND),
+            round_bits: _mm256_set1_epi64x(ROUND.to_bits() as i64),
+            step_hi: _mm256_set1_pd(STEP_HI),
+            step_lo: _mm256_set1_pd(STEP_LO),
+            p: P.map(|c| _mm256_set1_pd(c)),
+            fifteen: _mm256_set1_epi64x(15),
+        }
+    }
+
+    /// `e^(x + tail)` with [`parts_tail`]'s bits, instruction for
+    /// instruction, then `y · 2^m` by adding `m` to `y`'s exponent: exact
+    /// for a normal result, as the scalar kernels' scalings are.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn normal_tail(
+        &self,
+        x: std::arch::x86_64::__m256d,
+        tail: std::arch::x86_64::__m256d,
+    ) -> std::arch::x86_64::__m256d {
+        use std::arch::x86_64::*;
+        let p = &self.p;
+        let t = _mm256_fmadd_pd(x, self.inv, self.round);
+        let kf = _mm256_sub_pd(t, self.round);
+        let r = _mm256_fnmadd_pd(kf, self.step_lo, _mm256_fnmadd_pd(kf, self.step_hi, x));
+        let r = _mm256_add_pd(r, tail);
+        let q = _mm256_fmadd_pd(p[4], r, p[3]);
+        let q = _mm256_fmadd_pd(_mm256_fmadd_pd(q, r, p[2]), r, p[1]);
+        let q = _mm256_fmadd_pd(q, r, p[0]);
+        let em1 = _mm256_fmadd_pd(_mm256_mul_pd(r, r), q, r);
+        let k = _mm256_sub_epi64(_mm256_castpd_si256(t), self.round_bits);
+        let j = _mm256_and_si256(k, self.fifteen);
+        // SAFETY: j lies in 0..16, the tables' length.
+        let (th, tl) = unsafe {
+            (
+                _mm256_i64gather_pd::<8>(TABLE_HI.as_ptr().cast(), j),
+                _mm256_i64gather_pd::<8>(TABLE_LO.as_ptr().cast(), j),
+            )
+        };
+        let y = _mm256_add_pd(th, _mm256_fmadd_pd(th, em1, tl));
+        // 2^floor(k/16) into y's exponent: (k >> 4) << 52 without AVX2's
+        // missing 64-bit arithmetic shift.
+        let raise = _mm256_slli_epi64::<48>(_mm256_andnot_si256(self.fifteen, k));
+        _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(y), raise))
+    }
+}
+
 /// `dst[i] = e^src[i]` on AVX-512 for dense float64: vectors whose every
 /// lane lies in `plain` ([`super::vmath::VMath::EXP_PLAIN`], normal
 /// results) by [`PartsAvx512`], the rest lane by lane through `full`

@@ -35,6 +35,8 @@ mod sum_lanes;
 mod vmath;
 mod vpow;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
+mod vpow_avx2;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 mod vpow_avx512;
 mod vpow_table;
 

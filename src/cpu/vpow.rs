@@ -349,14 +349,19 @@ pub(crate) fn pow_f32_wide(x: f32, y: f32) -> f32 {
 
 /// `r[i] = pow_f32(x[i], y[i])` for the slices' common length: on AVX-512
 /// CPUs by [`super::vpow_avx512`] (the same bits in about half the time of
-/// the compiler's vectorised loop, which reads the tables by gathers),
-/// elsewhere [`pow_f32_wide`]'s loop.
+/// the compiler's vectorised loop, which reads the tables by gathers), on
+/// AVX2 CPUs by [`super::vpow_avx2`] (the compiler leaves that loop
+/// scalar), elsewhere [`pow_f32_wide`]'s loop.
 #[inline(always)]
 pub(crate) fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() {
         // SAFETY: the CPU has AVX-512 F (checked).
         return unsafe { super::vpow_avx512::pow_f32_slice(x, y, r) };
+    } else if super::isa::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked); without AVX-512,
+        // pow_f32 is pow_f32_wide.
+        return unsafe { super::vpow_avx2::pow_f32_slice(x, y, r) };
     }
     // A `for` loop, not `for_each`: `Zip::fold` is a function of its own,
     // built without the instruction-set copy's features (a call to libm's
@@ -368,13 +373,17 @@ pub(crate) fn pow_f32_slice(x: &[f32], y: &[f32], r: &mut [f32]) {
 
 /// `r[i] = pow_f64(x[i], y[i])` for the slices' common length: on AVX-512
 /// CPUs by [`super::vpow_avx512`] (the same bits in a third less time:
-/// no special values in the usual steps).
+/// no special values in the usual steps), on AVX2 CPUs by
+/// [`super::vpow_avx2`] (the compiler leaves that loop scalar).
 #[inline(always)]
 pub(crate) fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if super::isa::avx512() {
         // SAFETY: the CPU has AVX-512 F and DQ (checked).
         return unsafe { super::vpow_avx512::pow_f64_slice(x, y, r) };
+    } else if super::isa::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked).
+        return unsafe { super::vpow_avx2::pow_f64_slice(x, y, r) };
     }
     for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
         *r = pow_f64(x, y);
@@ -382,7 +391,7 @@ pub(crate) fn pow_f64_slice(x: &[f64], y: &[f64], r: &mut [f64]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::{lanes, pow_f32, pow_f32_on, pow_f32_wide, pow_f64};
 
     /// [`pow_f32`] as AVX-512 CPUs compute it, on any CPU.
@@ -391,7 +400,7 @@ mod tests {
     }
 
     /// Whether `a` and `b` are the same value (NaN equal to NaN, signed zeros apart).
-    fn same(a: f64, b: f64) -> bool {
+    pub(in crate::cpu) fn same(a: f64, b: f64) -> bool {
         (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
     }
 
@@ -514,6 +523,72 @@ mod tests {
                 pow_f32(x, y)
             );
         }
+    }
+
+    /// Bases and exponents for both kernels (xorshift64, the same on every
+    /// run), in steps of 16: one step in four mixes in special values
+    /// (zeros, negatives, subnormals, infinities, NaN, 1, 0) and arbitrary
+    /// bits; one is plain bases `2^±range` with exponents ±8; one bases near
+    /// 1 with exponents past ±600; the last plain bases `2^±5·range`
+    /// (results past the ends: subnormal, 0 and inf) mixed with bases near
+    /// 1 with large exponents, bases within 20% of 1 with exponents either
+    /// side of 512, and a few `x ** 0` and `1 ** y`.
+    #[cfg_attr(any(not(target_arch = "x86_64"), miri), allow(dead_code))]
+    pub(in crate::cpu) fn cases(
+        n: usize,
+        range: f64,
+        bits: impl Fn(u64) -> f64,
+    ) -> Vec<(f64, f64)> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let unit = |s: u64| (s >> 11) as f64 / (1u64 << 53) as f64;
+        let special = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-310,
+            -2.0,
+            0.5,
+        ];
+        (0..n)
+            .map(|i| {
+                let (a, b) = (next(), next());
+                match (i / 16 % 4, i % 8) {
+                    (0, 0) => (special[(a % 10) as usize], special[(b % 10) as usize]),
+                    (0, 1) => (bits(a), bits(b)),
+                    // Steps of plain bases and exponents within ±8 only
+                    // (pow_f32's float32 kernel alone), and steps of
+                    // exponents past ±600 only (its float64 one alone).
+                    (1, _) => (((unit(a) * 2.0 - 1.0) * range).exp2(), unit(b) * 16.0 - 8.0),
+                    (2, _) => {
+                        let y = 600.0 + unit(b) * 5e4;
+                        (
+                            1.0 + (unit(a) - 0.5) * 1e-3,
+                            if a & 1 == 0 { y } else { -y },
+                        )
+                    }
+                    (_, 2) => (1.0 + (unit(a) - 0.5) * 1e-6, (unit(b) - 0.5) * 1e8),
+                    (_, 3) if a % 16 == 0 => (unit(a) * 4.0 + 0.1, 0.0),
+                    // Bases within 20% of 1, exponents either side of
+                    // pow_f32's WIDE_FROM (512).
+                    (_, 5) if a % 4 == 0 => (0.8 + unit(a) * 0.4, unit(b) * 1200.0 - 600.0),
+                    (_, 4) if a % 16 == 0 => (1.0, unit(b) * 100.0 - 50.0),
+                    (q, _) => {
+                        let range = if q == 3 { range * 5.0 } else { range };
+                        (((unit(a) * 2.0 - 1.0) * range).exp2(), unit(b) * 16.0 - 8.0)
+                    }
+                }
+            })
+            .collect()
     }
 
     /// xorshift64: the same pseudo-random values on every run.

@@ -513,73 +513,8 @@ impl Consts64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::vpow::tests::{cases, same};
     use super::super::vpow::{pow_f32, pow_f64};
-
-    /// Bases and exponents for both kernels (xorshift64, the same on every
-    /// run), in steps of 16: one step in four mixes in special values
-    /// (zeros, negatives, subnormals, infinities, NaN, 1, 0) and arbitrary
-    /// bits; one is plain bases `2^±range` with exponents ±8; one bases near
-    /// 1 with exponents past ±600; the last plain bases `2^±5·range`
-    /// (results past the ends: subnormal, 0 and inf) mixed with bases near
-    /// 1 with large exponents, bases within 20% of 1 with exponents either
-    /// side of 512, and a few `x ** 0` and `1 ** y`.
-    fn cases(n: usize, range: f64, bits: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let unit = |s: u64| (s >> 11) as f64 / (1u64 << 53) as f64;
-        let special = [
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            1e-310,
-            -2.0,
-            0.5,
-        ];
-        (0..n)
-            .map(|i| {
-                let (a, b) = (next(), next());
-                match (i / 16 % 4, i % 8) {
-                    (0, 0) => (special[(a % 10) as usize], special[(b % 10) as usize]),
-                    (0, 1) => (bits(a), bits(b)),
-                    // Steps of plain bases and exponents within ±8 only
-                    // (pow_f32's float32 kernel alone), and steps of
-                    // exponents past ±600 only (its float64 one alone).
-                    (1, _) => (((unit(a) * 2.0 - 1.0) * range).exp2(), unit(b) * 16.0 - 8.0),
-                    (2, _) => {
-                        let y = 600.0 + unit(b) * 5e4;
-                        (
-                            1.0 + (unit(a) - 0.5) * 1e-3,
-                            if a & 1 == 0 { y } else { -y },
-                        )
-                    }
-                    (_, 2) => (1.0 + (unit(a) - 0.5) * 1e-6, (unit(b) - 0.5) * 1e8),
-                    (_, 3) if a % 16 == 0 => (unit(a) * 4.0 + 0.1, 0.0),
-                    // Bases within 20% of 1, exponents either side of
-                    // pow_f32's WIDE_FROM (512).
-                    (_, 5) if a % 4 == 0 => (0.8 + unit(a) * 0.4, unit(b) * 1200.0 - 600.0),
-                    (_, 4) if a % 16 == 0 => (1.0, unit(b) * 100.0 - 50.0),
-                    (q, _) => {
-                        let range = if q == 3 { range * 5.0 } else { range };
-                        (((unit(a) * 2.0 - 1.0) * range).exp2(), unit(b) * 16.0 - 8.0)
-                    }
-                }
-            })
-            .collect()
-    }
-
-    /// Whether `a` and `b` are the same bits (any NaN equal to any NaN).
-    fn same(a: f64, b: f64) -> bool {
-        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-    }
 
     /// Each kernel gives its scalar function's bits, over every tail length.
     #[test]
