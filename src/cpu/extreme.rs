@@ -49,7 +49,10 @@ pub(super) fn extreme_scalar<T: Arith>(xs: &[T], max: bool) -> (T, usize) {
 }
 
 /// Per-column update of running winners with one more row `r` (NaN wins
-/// and stays; ties keep the earlier row).
+/// and stays; ties keep the earlier row), two selects per column the
+/// compiler vectorises (`max` taken out of the loop): with a branch per
+/// column, `max(dim=0)` of 300x300 ran eight times `amax(dim=0)`, as
+/// long as torch's.
 #[inline(always)]
 pub(super) fn extreme_row_generic<T: Arith>(
     best: &mut [T],
@@ -58,11 +61,23 @@ pub(super) fn extreme_row_generic<T: Arith>(
     r: i64,
     max: bool,
 ) {
-    for ((b, i), &x) in best.iter_mut().zip(at.iter_mut()).zip(row) {
-        if replaces(*b, x, max) {
-            *b = x;
-            *i = r;
-        }
+    if max {
+        positions_row::<T, true>(best, at, row, r)
+    } else {
+        positions_row::<T, false>(best, at, row, r)
+    }
+}
+
+/// [`extreme_row_generic`] for one direction.
+#[inline(always)]
+fn positions_row<T: Arith, const MAX: bool>(best: &mut [T], at: &mut [i64], row: &[T], r: i64) {
+    let n = best.len().min(at.len()).min(row.len());
+    let (best, at, row) = (&mut best[..n], &mut at[..n], &row[..n]);
+    for j in 0..n {
+        let (b, x) = (best[j], row[j]);
+        let w = replaces_branchless(b, x, MAX);
+        best[j] = if w { x } else { b };
+        at[j] = if w { r } else { at[j] };
     }
 }
 

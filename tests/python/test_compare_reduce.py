@@ -381,8 +381,28 @@ def test_extremes_down_columns_see_nan_infinities_and_signed_zeros(name):
             # vector order there, so the rule is checked, not torch).
             zeros = (m == 0).all(axis=0)
             np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(m[0, zeros]), err_msg=f"{op} {rows}x{cols}")
-        v = t.max(0).values.numpy()
-        np.testing.assert_array_equal(v, tt.max(0).values.numpy())
+        for op in ("max", "min"):
+            got, want = getattr(t, op)(0), getattr(tt, op)(0)
+            np.testing.assert_array_equal(got.values.numpy(), want.values.numpy(), err_msg=f"{op} {rows}x{cols}")
+            np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=f"{op} {rows}x{cols}")
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "int8", "int32", "int64", "uint8", "bool"])
+def test_extreme_positions_down_rows_keep_the_first_of_ties(name):
+    """max/min with indices over a dim whose rows are reduced one by one
+    (dim 0 of 2-D, dim 1 of 3-D; blocks of columns updated without a branch):
+    values drawn from three, so most columns tie, and the first row of the
+    winning value is the index, as torch's."""
+    rng = np.random.default_rng(23)
+    for shape, dim in [((300, 300), 0), ((7, 45), 0), ((40, 20, 40), 1), ((3, 9, 5), 1), ((1, 70), 0)]:
+        m = rng.integers(0, 3, size=shape).astype(name)
+        t, tt = db.from_numpy(m), torch.from_numpy(m)
+        for op in ("max", "min"):
+            got, want = getattr(t, op)(dim), getattr(tt, op)(dim)
+            np.testing.assert_array_equal(got.values.numpy(), want.values.numpy(), err_msg=f"{op} {shape}")
+            np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy(), err_msg=f"{op} {shape}")
+            first = np.argmax(m == np.expand_dims(want.values.numpy(), dim), axis=dim)
+            np.testing.assert_array_equal(got.indices.numpy(), first, err_msg=f"{op} {shape}: not the first")
 
 
 @pytest.mark.parametrize("name", ["float32", "float64"])
