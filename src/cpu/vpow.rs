@@ -400,7 +400,7 @@ pub(super) mod tests {
     }
 
     /// Whether `a` and `b` are the same value (NaN equal to NaN, signed zeros apart).
-    pub(in crate::cpu) fn same(a: f64, b: f64) -> bool {
+    fn same(a: f64, b: f64) -> bool {
         (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
     }
 
@@ -534,11 +534,7 @@ pub(super) mod tests {
     /// 1 with large exponents, bases within 20% of 1 with exponents either
     /// side of 512, and a few `x ** 0` and `1 ** y`.
     #[cfg_attr(any(not(target_arch = "x86_64"), miri), allow(dead_code))]
-    pub(in crate::cpu) fn cases(
-        n: usize,
-        range: f64,
-        bits: impl Fn(u64) -> f64,
-    ) -> Vec<(f64, f64)> {
+    fn cases(n: usize, range: f64, bits: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             state ^= state << 13;
@@ -589,6 +585,51 @@ pub(super) mod tests {
                 }
             })
             .collect()
+    }
+
+    /// An explicit copy's loops (`f32_slice`, `f64_slice`) give their
+    /// scalar kernels' bits over [`cases`], at every tail length.
+    #[cfg_attr(any(not(target_arch = "x86_64"), miri), allow(dead_code))]
+    pub(in crate::cpu) fn slices_match(
+        f32_slice: impl Fn(&[f32], &[f32], &mut [f32]),
+        f32_want: impl Fn(f32, f32) -> f32,
+        f64_slice: impl Fn(&[f64], &[f64], &mut [f64]),
+        f64_want: impl Fn(f64, f64) -> f64,
+    ) {
+        let n = 200_003;
+        let f32s: Vec<(f32, f32)> = cases(n, 12.0, |s| f64::from(f32::from_bits(s as u32)))
+            .into_iter()
+            .map(|(x, y)| (x as f32, y as f32))
+            .collect();
+        let f64s = cases(n, 120.0, f64::from_bits);
+        for len in (0..40).chain([n]) {
+            let (x, y): (Vec<f32>, Vec<f32>) = f32s[..len].iter().copied().unzip();
+            let mut r = vec![0.0f32; len];
+            f32_slice(&x, &y, &mut r);
+            for i in 0..len {
+                let want = f32_want(x[i], y[i]);
+                assert!(
+                    same(r[i].into(), want.into()),
+                    "powf({:e}, {:e}): {:e} against {want:e}",
+                    x[i],
+                    y[i],
+                    r[i]
+                );
+            }
+            let (x, y): (Vec<f64>, Vec<f64>) = f64s[..len].iter().copied().unzip();
+            let mut r = vec![0.0f64; len];
+            f64_slice(&x, &y, &mut r);
+            for i in 0..len {
+                let want = f64_want(x[i], y[i]);
+                assert!(
+                    same(r[i], want),
+                    "pow({:e}, {:e}): {:e} against {want:e}",
+                    x[i],
+                    y[i],
+                    r[i]
+                );
+            }
+        }
     }
 
     /// xorshift64: the same pseudo-random values on every run.
