@@ -198,6 +198,21 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
                     *o = O::put(f(x, y.widen()));
                 }
             }
+            // One operand strided (a transposed one, walked in strips):
+            // the contiguous sides' loop, the strided side indexed. The
+            // general loop below steps three addresses an element. `m.T +
+            // m2` of 300x300, one thread, Zen 3: int8 62.5 -> 50.5 us,
+            // bool 62 -> 59 (NumPy 34.5; bool stays a byte at a time).
+            (Src::Mem(pa), Src::Mem(pb)) if so == 1 && sb == 1 => {
+                for (j, (o, &y)) in slice_mut(o, len).iter_mut().zip(slice(pb, len)).enumerate() {
+                    *o = O::put(f((*pa.offset(j as isize * sa)).widen(), y.widen()));
+                }
+            }
+            (Src::Mem(pa), Src::Mem(pb)) if so == 1 && sa == 1 => {
+                for (j, (o, &x)) in slice_mut(o, len).iter_mut().zip(slice(pa, len)).enumerate() {
+                    *o = O::put(f(x.widen(), (*pb.offset(j as isize * sb)).widen()));
+                }
+            }
             _ => {
                 for i in 0..len as isize {
                     *o.offset(i * so) = O::put(f(load(a, i * sa), load(b, i * sb)));

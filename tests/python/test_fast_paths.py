@@ -144,18 +144,24 @@ def test_long_loops_split_across_threads_match_torch(dtype):
         exact(db.from_dlpack(x.float()).to(getattr(db, dtype)), x.float().to(x.dtype))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int8", "bool"])
 @pytest.mark.parametrize("shape", [(7, 200), (130, 77), (1001, 1003)])
 def test_transposed_operands_go_in_strips_and_match_torch(dtype, shape):
     """A transposed input (src/cpu/elementwise.rs, Plan::walk_strips: strips
     of 64 columns, every row in turn; the largest shape splits across
-    threads mid-row): sums, in place both ways and a comparison are
-    torch's."""
+    threads mid-row; row_into's loops with one strided side, either side):
+    sums, in place both ways and a comparison are torch's."""
     rows, cols = shape
-    x, y = sample(dtype, rows * cols, 5).reshape(cols, rows), sample(dtype, rows * cols, 6).reshape(rows, cols)
+
+    def make(n, seed):
+        return sample("int8", n, seed) > 0 if dtype == "bool" else sample(dtype, n, seed)
+
+    x, y = make(rows * cols, 5).reshape(cols, rows), make(rows * cols, 6).reshape(rows, cols)
     a, b = db.from_dlpack(x), db.from_dlpack(y)
     exact(a.T + b, x.T + y)
-    exact(b - a.T, y - x.T)
+    exact(b + a.T, y + x.T)
+    if dtype != "bool":  # torch has no bool subtraction
+        exact(b - a.T, y - x.T)
     exact(a.T < b, x.T < y)
     got, want = db.from_dlpack(y.clone()), y.clone()
     got.add_(a.T)
