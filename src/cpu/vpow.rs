@@ -602,28 +602,29 @@ pub(super) mod tests {
             .map(|(x, y)| (x as f32, y as f32))
             .collect();
         let f64s = cases(n, 120.0, f64::from_bits);
-        for len in (0..40).chain([n]) {
-            let (x, y): (Vec<f32>, Vec<f32>) = f32s[..len].iter().copied().unzip();
-            let mut r = vec![0.0f32; len];
-            f32_slice(&x, &y, &mut r);
+        tails_match("powf", &f32s, f32_slice, f32_want);
+        tails_match("pow", &f64s, f64_slice, f64_want);
+    }
+
+    /// [`slices_match`]'s loop for one float type: `slice` over the first
+    /// `len` pairs, for every `len` below 40 and all of them, gives
+    /// `kernel`'s bits.
+    #[cfg_attr(any(not(target_arch = "x86_64"), miri), allow(dead_code))]
+    fn tails_match<F: Copy + Default + Into<f64> + std::fmt::LowerExp>(
+        name: &str,
+        pairs: &[(F, F)],
+        slice: impl Fn(&[F], &[F], &mut [F]),
+        kernel: impl Fn(F, F) -> F,
+    ) {
+        for len in (0..40).chain([pairs.len()]) {
+            let (x, y): (Vec<F>, Vec<F>) = pairs[..len].iter().copied().unzip();
+            let mut r = vec![F::default(); len];
+            slice(&x, &y, &mut r);
             for i in 0..len {
-                let want = f32_want(x[i], y[i]);
+                let want = kernel(x[i], y[i]);
                 assert!(
                     same(r[i].into(), want.into()),
-                    "powf({:e}, {:e}): {:e} against {want:e}",
-                    x[i],
-                    y[i],
-                    r[i]
-                );
-            }
-            let (x, y): (Vec<f64>, Vec<f64>) = f64s[..len].iter().copied().unzip();
-            let mut r = vec![0.0f64; len];
-            f64_slice(&x, &y, &mut r);
-            for i in 0..len {
-                let want = f64_want(x[i], y[i]);
-                assert!(
-                    same(r[i], want),
-                    "pow({:e}, {:e}): {:e} against {want:e}",
+                    "{name}({:e}, {:e}): {:e} against {want:e}",
                     x[i],
                     y[i],
                     r[i]
