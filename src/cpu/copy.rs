@@ -12,6 +12,7 @@
 use super::cast::cast_contiguous;
 use super::parallel::{for_each, for_range, threads};
 use super::strided::{self, Dim, for_each_offset, view, view_mut, walk};
+use super::transpose;
 use crate::{Element, Result, Tensor, with_element};
 use ndarray::Zip;
 
@@ -227,7 +228,9 @@ fn copy_rows<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], last:
 }
 
 /// `dst[.., r, c] = src[.. + r + c * cols.s]`: the transpose of the last two
-/// dimensions, tile by tile so both sides stay in cache.
+/// dimensions, in bands of [`TILE`] rows (the last band takes the rest, up
+/// to twice as many), tile by tile so both sides stay in cache; bytes in
+/// register blocks (`transpose.rs`).
 fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows: Dim, cols: Dim) {
     let planes: usize = outer.iter().map(|d| d.n).product();
     // Sizes and strides as plain locals: read through `rows`/`cols` inside
@@ -236,26 +239,33 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
     // slower than NumPy's.
     let (n_rows, n_cols, cs) = (rows.n, cols.n, cols.s);
     let plane = n_rows * n_cols;
-    let row_tiles = n_rows.div_ceil(TILE);
-    let tile = move |u: usize| {
+    let bands = (n_rows / TILE).max(1);
+    let band = move |u: usize| {
         // Read into the body's own locals: a closure reads its captures
         // through its environment, and the stores through `d` (bytes, for
         // bool and int8, may alias anything) had `cs` reloaded on every
         // element (`permute(2,0,1).contiguous()` of bool 40x20x40 ran 1.5x
         // NumPy's).
         let (n_rows, n_cols, cs) = (n_rows, n_cols, cs);
-        let (p, rt) = (u / row_tiles, u % row_tiles);
+        let (p, b) = (u / bands, u % bands);
         let mut base = 0;
         walk(outer, p, 1, |_, off| base = off);
         let (s, d) = (src as *const T, dst as *mut T);
-        let r0 = rt * TILE;
-        let r1 = (r0 + TILE).min(n_rows);
+        let r0 = b * TILE;
+        let r1 = if b + 1 == bands { n_rows } else { r0 + TILE };
+        // SAFETY (both arms): (r, c) lies inside plane p of both tensors for
+        // every r0 <= r < r1, c < n_cols; bands are disjoint in the
+        // destination.
+        if size_of::<T>() == 1 {
+            unsafe {
+                let (s, d) = (s.offset(base + r0 as isize), d.add(p * plane + r0 * n_cols));
+                transpose::bytes(s.cast(), cs, d.cast(), n_cols as isize, r1 - r0, n_cols);
+            }
+            return;
+        }
         for c0 in (0..n_cols).step_by(TILE) {
             let c1 = (c0 + TILE).min(n_cols);
             for r in r0..r1 {
-                // SAFETY: (r, c) lies inside plane p of both tensors for
-                // every c < n_cols; tiles of one plane are disjoint in the
-                // destination.
                 unsafe {
                     let (dr, sr) = (d.add(p * plane + r * n_cols), s.offset(base + r as isize));
                     for c in c0..c1 {
@@ -265,11 +275,11 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
             }
         }
     };
-    let units = planes * row_tiles;
+    let units = planes * bands;
     if units > 1 && planes * plane >= PARALLEL_MIN {
-        for_each(units, tile);
+        for_each(units, band);
     } else {
-        (0..units).for_each(tile);
+        (0..units).for_each(band);
     }
 }
 

@@ -32,6 +32,7 @@ mod row_groups;
 mod sqrt;
 mod strided;
 mod sum_lanes;
+mod transpose;
 mod vmath;
 mod vpow;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
