@@ -19,15 +19,17 @@ use super::kernel::{ExpKernel, Kernel, LogKernel, row_kernel};
 use super::narrow::{CHUNK, ChunkIsa};
 use super::operand::{BLOCK, Sink, Src, load, slice, slice_mut};
 use super::parallel::{Shared, for_elements, for_range, grain};
-use super::plan::{DIMS, Plan};
+use super::plan::{DIMS, Plan, Strips};
 use super::sqrt;
 use super::strided::{view, view_mut};
+use super::transpose::{self, SIDE};
 use super::vmath;
 use crate::backend::UnaryOp;
 use crate::{Category, DType, Element, Scalar, Tensor, with_compute_element};
 use ndarray::Zip;
 use num_complex::{Complex32, Complex64};
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 
 /// The dense part of a float16/bfloat16 row (`a`, `b` each contiguous
 /// from `pa`/`pb`, or one value `va`/`vb` where there is none; the output
@@ -441,25 +443,121 @@ fn map_rows<T: Arith, O: Element>(
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ka, &kb]);
     let (po, sa, sb) = (Shared(out.data_ptr().cast::<O>()), Shared(sa), Shared(sb));
+    let (stage, strips) = staging::<T>(&plan, [sa.0, sb.0]);
+    let stage = Shared(stage);
     for_range(out.numel(), split_from, 64, |start, end| {
-        let (po, sa, sb) = (po, sa, sb);
-        let inner = plan.inner();
-        plan.walk_strips(start, end, |[oo, oa, ob], len| {
-            let at = |s: Src<T>, off| match s {
-                // SAFETY: the offset of an element of this operand.
-                Src::Mem(p) => Src::Mem(unsafe { p.offset(off) }),
-                v => v,
-            };
-            // SAFETY: the plan keeps every offset inside its tensor.
-            row(
-                unsafe { po.0.offset(oo) },
-                at(sa.0, oa),
-                at(sb.0, ob),
-                inner,
-                len,
-            )
+        let (po, sa, sb, stage) = (po, sa, sb, stage);
+        let (inner, step) = (plan.inner(), plan.row_step());
+        plan.walk_strips(start, end, strips, |off, n, len| {
+            band_rows(stage.0, step, off, n, len, |[oo, oa, ob], line| {
+                let at = |s: Src<T>, k, off| match (line, s) {
+                    (Some((j, l)), _) if j == k => Src::Mem(l),
+                    // SAFETY: the offset of an element of this operand.
+                    (_, Src::Mem(p)) => Src::Mem(unsafe { p.offset(off) }),
+                    (_, v) => v,
+                };
+                let mut strides = inner;
+                if let Some((k, _)) = line {
+                    strides[k] = 1;
+                }
+                // SAFETY: the plan keeps every offset inside its tensor;
+                // a staged line holds the row's `len` elements.
+                row(
+                    unsafe { po.0.offset(oo) },
+                    at(sa.0, 1, oa),
+                    at(sb.0, 2, ob),
+                    strides,
+                    len,
+                )
+            })
         });
     });
+}
+
+/// Columns of a strip whose transposed one-byte input is staged (see
+/// [`band_rows`]): 256 lines of it, 16 KiB, stay in L1 while the strip's
+/// bands read 16 bytes of each. Strips of 64 columns (a call per 64
+/// elements of a row) spent more on the calls than on the arithmetic.
+const STAGED: usize = 256;
+
+/// The input to stage for [`band_rows`] (its index, stride along the row
+/// and address) and how [`Plan::walk_strips`] then cuts the walk: a
+/// one-byte input the plan reads transposed, in bands of [`SIDE`] rows
+/// and strips of [`STAGED`] columns; else none, and rows one at a time.
+fn staging<T: Arith>(
+    plan: &Plan,
+    inputs: [Src<T>; 2],
+) -> (Option<(usize, isize, *const T)>, Strips) {
+    if size_of::<T>() != 1 || T::WIDE {
+        return (None, Strips::ROWS);
+    }
+    match plan.transposed().map(|(k, ld)| (k, ld, inputs[k - 1])) {
+        Some((k, ld, Src::Mem(p))) => (
+            Some((k, ld, p)),
+            Strips {
+                rows: SIDE,
+                cols: STAGED,
+            },
+        ),
+        _ => (None, Strips::ROWS),
+    }
+}
+
+/// The `n` rows of a band from [`Plan::walk_strips`] (from `off`, `step`
+/// apart): `row(offsets, line)` for each. A whole band of a transposed
+/// one-byte input (`stage`: its index, stride along the row and address)
+/// goes through [`staged_band`].
+#[inline(always)]
+fn band_rows<T>(
+    stage: Option<(usize, isize, *const T)>,
+    step: [isize; 3],
+    off: [isize; 3],
+    n: usize,
+    len: usize,
+    mut row: impl FnMut([isize; 3], Option<(usize, *const T)>),
+) {
+    match stage {
+        Some(stage) if n == SIDE && len <= STAGED => staged_band(stage, step, off, len, row),
+        _ => (0..n).for_each(|i| row([0, 1, 2].map(|k| off[k] + i as isize * step[k]), None)),
+    }
+}
+
+/// [`band_rows`] for a whole band of a transposed one-byte input: its
+/// [`SIDE`] rows of `len` are first transposed into a buffer in registers
+/// (`transpose.rs`), and each row gets its line there (`line`: the input's
+/// index and the line's address), which the loops read as a contiguous
+/// slice. Read a byte at a time from the input, `m.T + m2` of bool and
+/// int8 ran at 1.5-1.9x NumPy's time; through a byte-by-byte gather per
+/// row, slower still (the loads after its stores could not forward). Kept
+/// out of line: its 4 KiB buffer in the callers' frame cost every
+/// elementwise call a stack probe (float32 `a + b` of 10^3 elements
+/// 0.80 -> 0.86 us; out of line, 0.82).
+#[inline(never)]
+fn staged_band<T>(
+    (k, ld, p): (usize, isize, *const T),
+    step: [isize; 3],
+    off: [isize; 3],
+    len: usize,
+    mut row: impl FnMut([isize; 3], Option<(usize, *const T)>),
+) {
+    let mut buf = MaybeUninit::<[u8; SIDE * STAGED]>::uninit();
+    let lines = buf.as_mut_ptr().cast::<u8>();
+    // SAFETY: the band's SIDE rows of `len` elements of input k lie inside
+    // it (the plan's promise); `buf` holds SIDE lines of STAGED bytes, whose
+    // first `len` this writes, and T is one byte (a bool's bytes are copies
+    // of bools).
+    unsafe {
+        let from = p.offset(off[k]).cast::<u8>();
+        transpose::bytes(from, ld, lines, STAGED as isize, SIDE, len);
+    }
+    for i in 0..SIDE {
+        let at = [0, 1, 2].map(|j| off[j] + i as isize * step[j]);
+        // SAFETY: line i of `buf`.
+        row(
+            at,
+            Some((k, unsafe { lines.add(i * STAGED) }.cast_const().cast::<T>())),
+        );
+    }
 }
 
 /// `out = K(a, b)` as [`map_into`], through [`row_kernel`]; `a` may be
@@ -497,17 +595,26 @@ pub(super) fn map_inplace<T: Arith + Sink<T::C>>(
         .expect("writable");
     let plan = Plan::new(shape, [&ko, &ko, &kb]);
     let (po, sb) = (Shared(out.data_ptr().cast::<T>()), Shared(sb));
+    // Only b may be staged: input 1 is the output itself, passed as a
+    // value here.
+    let zero = <T::C as bytemuck::Zeroable>::zeroed();
+    let (stage, strips) = staging::<T>(&plan, [Src::Value(zero), sb.0]);
+    let stage = Shared(stage);
     for_elements::<T>(out.numel(), |start, end| {
-        let (po, sb) = (po, sb);
-        let inner = plan.inner();
-        plan.walk_strips(start, end, |[oo, _, ob], len| {
-            let b = match sb.0 {
-                // SAFETY: the offset of an element of b.
-                Src::Mem(p) => Src::Mem(unsafe { p.offset(ob) }),
-                v => v,
-            };
-            // SAFETY: as in map_into.
-            unsafe { row_inplace(po.0.offset(oo), b, inner, len, &f) }
+        let (po, sb, stage) = (po, sb, stage);
+        let (inner, step) = (plan.inner(), plan.row_step());
+        plan.walk_strips(start, end, strips, |off, n, len| {
+            band_rows(stage.0, step, off, n, len, |[oo, _, ob], line| {
+                let (b, strides) = match (line, sb.0) {
+                    (Some((_, l)), _) => (Src::Mem(l), [inner[0], inner[1], 1]),
+                    // SAFETY: the offset of an element of b.
+                    (None, Src::Mem(p)) => (Src::Mem(unsafe { p.offset(ob) }), inner),
+                    (None, v) => (v, inner),
+                };
+                // SAFETY: as in map_into; a staged line holds the row's
+                // `len` elements.
+                unsafe { row_inplace(po.0.offset(oo), b, strides, len, &f) }
+            })
         });
     });
 }

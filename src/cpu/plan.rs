@@ -13,6 +13,22 @@ pub(super) const DIMS: usize = 6;
 /// operand, 4 KiB, stay in L1.
 const STRIP: usize = 64;
 
+/// How [`Plan::walk_strips`] cuts a transposed walk: strips of `cols`
+/// columns, `rows` rows of a strip at a time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Strips {
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+}
+
+impl Strips {
+    /// Strips of [`STRIP`] columns, a row at a time.
+    pub(super) const ROWS: Strips = Strips {
+        rows: 1,
+        cols: STRIP,
+    };
+}
+
 /// The collapsed iteration space of out, a and b: row-major sizes and
 /// element strides, the last dimension the row.
 pub(super) struct Plan {
@@ -89,30 +105,66 @@ impl Plan {
     /// input stay in L1 from one row to the next, where whole rows touched
     /// a new line per element (`m.T + m2` 2000x2000 float32 took 7.5 ms,
     /// `m.T.contiguous()` 1.2). Rows cut by `start` or `end` go by `walk`.
+    /// `rows(offsets, n, len)` gets up to `strips.rows` rows of a strip at
+    /// a time, each [`row_step`](Self::row_step) past the one before (one
+    /// at a time outside the strips).
     pub(super) fn walk_strips(
         &self,
         start: usize,
         end: usize,
-        mut row: impl FnMut([isize; 3], usize),
+        strips: Strips,
+        mut rows: impl FnMut([isize; 3], usize, usize),
     ) {
-        let &[(rows, by_row), (cols, by_col)] = &self.dims[..] else {
-            return self.walk(start, end, row);
+        let mut one = |off, len| rows(off, 1, len);
+        let &[(n_rows, by_row), (cols, by_col)] = &self.dims[..] else {
+            return self.walk(start, end, one);
         };
         let across = (1..3).any(|k| by_col[k].abs() > 1 && by_row[k].abs() < by_col[k].abs());
-        let (first, last) = (start.div_ceil(cols.max(1)), (end / cols.max(1)).min(rows));
-        if !across || cols <= STRIP || first >= last {
-            return self.walk(start, end, row);
+        let (first, last) = (start.div_ceil(cols.max(1)), (end / cols.max(1)).min(n_rows));
+        let Strips {
+            rows: band,
+            cols: strip,
+        } = strips;
+        // A row a time in strips as wide as the row: plain rows.
+        if !across || (cols <= strip && band <= 1) || first >= last {
+            return self.walk(start, end, one);
         }
-        self.walk(start, first * cols, &mut row);
-        for c in (0..cols).step_by(STRIP) {
-            for r in first..last {
-                row(
+        self.walk(start, first * cols, &mut one);
+        for c in (0..cols).step_by(strip) {
+            let mut r = first;
+            while r < last {
+                let n = band.max(1).min(last - r);
+                rows(
                     [0, 1, 2].map(|k| r as isize * by_row[k] + c as isize * by_col[k]),
-                    STRIP.min(cols - c),
+                    n,
+                    strip.min(cols - c),
                 );
+                r += n;
             }
         }
-        self.walk(last * cols, end, &mut row);
+        self.walk(last * cols, end, |off, len| rows(off, 1, len));
+    }
+
+    /// The offsets from one row of a 2-D plan to the next.
+    pub(super) fn row_step(&self) -> [isize; 3] {
+        match &self.dims[..] {
+            [(_, by_row), _] => *by_row,
+            _ => [0; 3],
+        }
+    }
+
+    /// The input [`walk_strips`](Self::walk_strips) reads across when it
+    /// is exactly transposed (unit stride from row to row) and the only
+    /// one: its index (1 or 2) and its stride along the row.
+    pub(super) fn transposed(&self) -> Option<(usize, isize)> {
+        let &[(_, by_row), (_, by_col)] = &self.dims[..] else {
+            return None;
+        };
+        let mut across = (1..3).filter(|&k| by_row[k] == 1 && by_col[k].abs() > 1);
+        match (across.next(), across.next()) {
+            (Some(k), None) => Some((k, by_col[k])),
+            _ => None,
+        }
     }
 
     pub(super) fn inner(&self) -> [isize; 3] {
@@ -151,8 +203,9 @@ mod tests {
         assert!(seen.iter().all(|&(o, b, _)| o.count_ones() as isize == b));
     }
 
-    /// A transposed input goes in strips of columns, and the strips and
-    /// the cut rows at either end cover each element of any range once.
+    /// A transposed input goes in strips of columns, bands of rows at a
+    /// time, and the strips and the cut rows at either end cover each
+    /// element of any range once; the transposed input is found.
     #[test]
     fn strips_cover_each_element_once() {
         let (rows, cols) = (7, 2 * super::STRIP + 5);
@@ -165,33 +218,61 @@ mod tests {
                 &[cols as isize, 1],
             ],
         );
-        for (start, end) in [
-            (0, rows * cols),
-            (3, rows * cols - 2),
-            (cols + 1, 3 * cols),
-            (5, 9),
-        ] {
-            let mut seen = vec![0u8; rows * cols];
-            let mut calls = 0;
-            p.walk_strips(start, end, |[o, a, b], len| {
-                calls += 1;
-                for j in 0..len as isize {
-                    let (r, c) = ((o + j) as usize / cols, (o + j) as usize % cols);
-                    assert_eq!(
-                        (a + j * rows as isize, b + j),
-                        ((c * rows + r) as isize, o + j)
-                    );
-                    seen[(o + j) as usize] += 1;
+        assert_eq!(p.transposed(), Some((1, rows as isize)));
+        assert_eq!(p.row_step(), [cols as isize, 1, cols as isize]);
+        for band in [1, 3] {
+            let strips = super::Strips {
+                rows: band,
+                cols: super::STRIP,
+            };
+            for (start, end) in [
+                (0, rows * cols),
+                (3, rows * cols - 2),
+                (cols + 1, 3 * cols),
+                (5, 9),
+            ] {
+                let mut seen = vec![0u8; rows * cols];
+                let mut calls = 0;
+                p.walk_strips(start, end, strips, |off, n, len| {
+                    calls += 1;
+                    assert!(n >= 1 && n <= band);
+                    for i in 0..n as isize {
+                        let [o, a, b] = [0, 1, 2].map(|k| off[k] + i * p.row_step()[k]);
+                        for j in 0..len as isize {
+                            let (r, c) = ((o + j) as usize / cols, (o + j) as usize % cols);
+                            assert_eq!(
+                                (a + j * rows as isize, b + j),
+                                ((c * rows + r) as isize, o + j)
+                            );
+                            seen[(o + j) as usize] += 1;
+                        }
+                    }
+                });
+                let want: Vec<u8> = (0..rows * cols)
+                    .map(|i| u8::from((start..end).contains(&i)))
+                    .collect();
+                assert_eq!(seen, want, "{start}..{end} by {band}");
+                if start == 0 && end == rows * cols {
+                    let per_strip = rows.div_ceil(band);
+                    assert_eq!(calls, per_strip * 3, "strips, not whole rows");
                 }
-            });
-            let want: Vec<u8> = (0..rows * cols)
-                .map(|i| u8::from((start..end).contains(&i)))
-                .collect();
-            assert_eq!(seen, want, "{start}..{end}");
-            if start == 0 && end == rows * cols {
-                assert_eq!(calls, rows * 3, "strips, not whole rows");
             }
         }
+        // Two transposed inputs, or none: nothing to stage.
+        let both = Plan::new(
+            &[rows, cols],
+            [
+                &[cols as isize, 1],
+                &[1, rows as isize],
+                &[1, rows as isize],
+            ],
+        );
+        assert_eq!(both.transposed(), None);
+        let none = Plan::new(
+            &[rows, cols],
+            [&[cols as isize, 1], &[cols as isize, 1], &[0, 1]],
+        );
+        assert_eq!(none.transposed(), None);
     }
 
     #[test]

@@ -145,12 +145,14 @@ def test_long_loops_split_across_threads_match_torch(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int8", "bool"])
-@pytest.mark.parametrize("shape", [(7, 200), (130, 77), (1001, 1003)])
+@pytest.mark.parametrize("shape", [(7, 200), (130, 77), (33, 300), (1001, 1003)])
 def test_transposed_operands_go_in_strips_and_match_torch(dtype, shape):
     """A transposed input (src/cpu/elementwise.rs, Plan::walk_strips: strips
-    of 64 columns, every row in turn; the largest shape splits across
-    threads mid-row; row_into's loops with one strided side, either side):
-    sums, in place both ways and a comparison are torch's."""
+    of 64 columns, every row in turn; one-byte inputs in bands of 16 rows
+    and strips of 256 columns, transposed into a buffer first, with the
+    rows left over read in place; the largest shape splits across threads
+    mid-row; row_into's loops with one strided side, either side): sums,
+    in place both ways and a comparison are torch's."""
     rows, cols = shape
 
     def make(n, seed):
