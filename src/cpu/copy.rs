@@ -253,10 +253,10 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
         let (s, d) = (src as *const T, dst as *mut T);
         let r0 = b * TILE;
         let r1 = if b + 1 == bands { n_rows } else { r0 + TILE };
-        // SAFETY (both arms): (r, c) lies inside plane p of both tensors for
-        // every r0 <= r < r1, c < n_cols; bands are disjoint in the
-        // destination.
         if size_of::<T>() == 1 {
+            // SAFETY: (r, c) lies inside plane p of both tensors for every
+            // r0 <= r < r1, c < n_cols; bands are disjoint in the
+            // destination; T is one byte.
             unsafe {
                 let (s, d) = (s.offset(base + r0 as isize), d.add(p * plane + r0 * n_cols));
                 transpose::bytes(s.cast(), cs, d.cast(), n_cols as isize, r1 - r0, n_cols);
@@ -266,6 +266,7 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
         for c0 in (0..n_cols).step_by(TILE) {
             let c1 = (c0 + TILE).min(n_cols);
             for r in r0..r1 {
+                // SAFETY: as above, for the elements of T.
                 unsafe {
                     let (dr, sr) = (d.add(p * plane + r * n_cols), s.offset(base + r as isize));
                     for c in c0..c1 {

@@ -153,9 +153,9 @@ impl Plan {
         }
     }
 
-    /// The input [`walk_strips`](Self::walk_strips) reads across when it
-    /// is exactly transposed (unit stride from row to row) and the only
-    /// one: its index (1 or 2) and its stride along the row.
+    /// The one input of a 2-D plan that is exactly transposed (unit stride
+    /// from row to row, a larger one along the row), when only one is: its
+    /// index (1 or 2) and its stride along the row.
     pub(super) fn transposed(&self) -> Option<(usize, isize)> {
         let &[(_, by_row), (_, by_col)] = &self.dims[..] else {
             return None;
