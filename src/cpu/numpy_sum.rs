@@ -28,13 +28,24 @@ pub(super) fn numpy_pairwise(a: &[f64]) -> f64 {
     }
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
+        let pair = x86::pair_leaves();
         if super::isa::avx512() {
             // SAFETY: the CPU has AVX-512 F (checked).
-            return unsafe { x86::tree512(a) };
+            return unsafe {
+                match pair {
+                    true => x86::tree512::<true>(a),
+                    false => x86::tree512::<false>(a),
+                }
+            };
         }
         if super::isa::avx2() {
             // SAFETY: the CPU has AVX2 (checked).
-            return unsafe { x86::tree256(a) };
+            return unsafe {
+                match pair {
+                    true => x86::tree256::<true>(a),
+                    false => x86::tree256::<false>(a),
+                }
+            };
         }
     }
     tree(a)
@@ -85,39 +96,53 @@ mod x86 {
     use super::{halves, short};
     use std::arch::x86_64::*;
 
+    /// Whether the two leaves of a node add side by side (`PAIR` in the
+    /// trees): on Intel CPUs. A leaf's adds are one chain, and side by side
+    /// float64 `sum()` of 10^7 (one Sapphire Rapids thread, torch's memory)
+    /// took 3.5 ms against 4.7 a leaf at a time (torch 3.9); on AMD's Zen 4
+    /// the two interleaved streams a KiB apart ran from memory and L3 at
+    /// half the speed of one (7.3 ms against 3.4; NumPy 3.0), and alike
+    /// from L2.
+    pub(super) fn pair_leaves() -> bool {
+        static PAIR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PAIR.get_or_init(|| {
+            let v = __cpuid(0);
+            [v.ebx, v.edx, v.ecx] != [0x6874_7541, 0x6974_6e65, 0x444d_4163] // "AuthenticAMD"
+        })
+    }
+
     /// `tree` (NumPy's tree, [`super::tree`]) under `features`, its leaves'
     /// 8 accumulators an `Acc` that `load` fills from 8 elements, `add`
     /// adds 8 more to and `end` totals as NumPy does. A node two levels
-    /// down (`node`) is inlined, and the two leaves of a node (`pair`) add
-    /// side by side: a call per node cost as much as the adds of its leaf,
-    /// and a leaf's adds are one chain (float64 `sum()` of 10^7, one
-    /// Sapphire Rapids thread, torch's memory: 4.7 ms, torch 3.9; now 3.5).
+    /// down (`node`) is inlined (a call per node cost as much as the adds
+    /// of its leaf), and with `PAIR` the two leaves of a node (`pair`) add
+    /// side by side (see [`pair_leaves`]).
     macro_rules! tree {
         ($(#[$m:meta])* $tree:ident, $node:ident, $leaf:ident, $pair:ident, $features:literal,
          $acc:ty, $load:ident, $add:ident, $end:ident) => {
             $(#[$m])*
             #[target_feature(enable = $features)]
-            pub(super) unsafe fn $tree(a: &[f64]) -> f64 {
+            pub(super) unsafe fn $tree<const PAIR: bool>(a: &[f64]) -> f64 {
                 if a.len() <= 128 {
                     return $leaf(a);
                 }
                 let (l, r) = halves(a);
-                if l.len() >= 8 && r.len() >= 8 && r.len() <= 128 {
+                if PAIR && l.len() >= 8 && r.len() >= 8 && r.len() <= 128 {
                     return $pair(l, r);
                 }
-                $node(l) + $node(r)
+                $node::<PAIR>(l) + $node::<PAIR>(r)
             }
 
             /// A child's subtree, as the tree's.
             #[inline]
             #[target_feature(enable = $features)]
-            fn $node(a: &[f64]) -> f64 {
+            fn $node<const PAIR: bool>(a: &[f64]) -> f64 {
                 if a.len() <= 128 {
                     return $leaf(a);
                 }
                 let (l, r) = halves(a);
                 // SAFETY: this function's features are the tree's.
-                unsafe { $tree(l) + $tree(r) }
+                unsafe { $tree::<PAIR>(l) + $tree::<PAIR>(r) }
             }
 
             /// [`super::leaf`] (at most 128 elements).
@@ -242,11 +267,15 @@ mod x86 {
         let mut trees: Vec<(&'static str, super::tests::Tree)> = vec![];
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked).
-            trees.push(("avx2", |a| unsafe { tree256(a) }));
+            trees.push(("avx2", |a| unsafe { tree256::<true>(a) }));
+            // SAFETY: as above.
+            trees.push(("avx2 by leaf", |a| unsafe { tree256::<false>(a) }));
         }
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 F (checked; it implies AVX2).
-            trees.push(("avx512", |a| unsafe { tree512(a) }));
+            trees.push(("avx512", |a| unsafe { tree512::<true>(a) }));
+            // SAFETY: as above.
+            trees.push(("avx512 by leaf", |a| unsafe { tree512::<false>(a) }));
         }
         trees
     }
