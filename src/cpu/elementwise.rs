@@ -192,7 +192,7 @@ unsafe fn row_into_body<T: Arith, R: Copy + bytemuck::Zeroable, O: Sink<R>>(
                     *o = O::put(f(x.widen(), y.widen()));
                 }
             }
-            (Some(pa), None) => beside(o, pa, (b, sb), len, |x, y| f(x, y)),
+            (Some(pa), None) => beside(o, pa, (b, sb), len, &f),
             (None, Some(pb)) => beside(o, pb, (a, sa), len, |y, x| f(x, y)),
             (None, None) => {
                 for i in 0..len as isize {
