@@ -97,7 +97,7 @@ mod x86 {
     use std::arch::x86_64::*;
 
     /// Whether the two leaves of a node add side by side (`PAIR` in the
-    /// trees): on Intel CPUs. A leaf's adds are one chain, and side by side
+    /// trees): on every CPU but AMD's. A leaf's adds are one chain; side by side
     /// float64 `sum()` of 10^7 (one Sapphire Rapids thread, torch's memory)
     /// took 3.5 ms against 4.7 a leaf at a time (torch 3.9); on AMD's Zen 4
     /// the two interleaved streams a KiB apart ran from memory and L3 at
