@@ -55,6 +55,18 @@ pub(crate) fn avx512_fp16() -> bool {
     choice() == AVX512_FP16
 }
 
+/// Whether the CPU is AMD's (CPUID's vendor string): a loop that measured
+/// faster another way there asks (`numpy_sum.rs`). Decided once.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+pub(crate) fn amd() -> bool {
+    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AMD.get_or_init(|| {
+        let v = std::arch::x86_64::__cpuid(0);
+        // "AuthenticAMD", in the order CPUID gives it.
+        [v.ebx, v.edx, v.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163]
+    })
+}
+
 const BASELINE: u8 = 1;
 const AVX2: u8 = 2;
 const AVX512: u8 = 3;

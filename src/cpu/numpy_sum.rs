@@ -28,7 +28,13 @@ pub(super) fn numpy_pairwise(a: &[f64]) -> f64 {
     }
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        let pair = x86::pair_leaves();
+        // The two leaves of a node add side by side (`PAIR`) on every CPU
+        // but AMD's. A leaf's adds are one chain; side by side, float64
+        // `sum()` of 10^7 (one Sapphire Rapids thread, torch's memory) took
+        // 3.5 ms against 4.7 a leaf at a time (torch 3.9). On Zen 4 the two
+        // interleaved streams a KiB apart ran from memory and L3 at half
+        // the speed of one (7.3 ms against 3.4; NumPy 3.0), alike from L2.
+        let pair = !super::isa::amd();
         if super::isa::avx512() {
             // SAFETY: the CPU has AVX-512 F (checked).
             return unsafe {
@@ -96,27 +102,12 @@ mod x86 {
     use super::{halves, short};
     use std::arch::x86_64::*;
 
-    /// Whether the two leaves of a node add side by side (`PAIR` in the
-    /// trees): on every CPU but AMD's. A leaf's adds are one chain; side by side
-    /// float64 `sum()` of 10^7 (one Sapphire Rapids thread, torch's memory)
-    /// took 3.5 ms against 4.7 a leaf at a time (torch 3.9); on AMD's Zen 4
-    /// the two interleaved streams a KiB apart ran from memory and L3 at
-    /// half the speed of one (7.3 ms against 3.4; NumPy 3.0), and alike
-    /// from L2.
-    pub(super) fn pair_leaves() -> bool {
-        static PAIR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *PAIR.get_or_init(|| {
-            let v = __cpuid(0);
-            [v.ebx, v.edx, v.ecx] != [0x6874_7541, 0x6974_6e65, 0x444d_4163] // "AuthenticAMD"
-        })
-    }
-
     /// `tree` (NumPy's tree, [`super::tree`]) under `features`, its leaves'
     /// 8 accumulators an `Acc` that `load` fills from 8 elements, `add`
     /// adds 8 more to and `end` totals as NumPy does. A node two levels
     /// down (`node`) is inlined (a call per node cost as much as the adds
     /// of its leaf), and with `PAIR` the two leaves of a node (`pair`) add
-    /// side by side (see [`pair_leaves`]).
+    /// side by side (see [`super::numpy_pairwise`]).
     macro_rules! tree {
         ($(#[$m:meta])* $tree:ident, $node:ident, $leaf:ident, $pair:ident, $features:literal,
          $acc:ty, $load:ident, $add:ident, $end:ident) => {
