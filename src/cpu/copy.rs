@@ -229,8 +229,8 @@ fn copy_rows<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], last:
 
 /// `dst[.., r, c] = src[.. + r + c * cols.s]`: the transpose of the last two
 /// dimensions, in bands of [`TILE`] rows (the last band takes the rest, up
-/// to twice as many), tile by tile so both sides stay in cache; bytes in
-/// register blocks (`transpose.rs`).
+/// to twice as many), tile by tile so both sides stay in cache; elements of
+/// 1, 2, 4 or 8 bytes in register blocks (`transpose.rs`).
 fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows: Dim, cols: Dim) {
     let planes: usize = outer.iter().map(|d| d.n).product();
     // Sizes and strides as plain locals: read through `rows`/`cols` inside
@@ -253,15 +253,19 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
         let (s, d) = (src as *const T, dst as *mut T);
         let r0 = b * TILE;
         let r1 = if b + 1 == bands { n_rows } else { r0 + TILE };
-        if size_of::<T>() == 1 {
-            // SAFETY: (r, c) lies inside plane p of both tensors for every
-            // r0 <= r < r1, c < n_cols; bands are disjoint in the
-            // destination; T is one byte.
-            unsafe {
-                let (s, d) = (s.offset(base + r0 as isize), d.add(p * plane + r0 * n_cols));
-                transpose::bytes(s.cast(), cs, d.cast(), n_cols as isize, r1 - r0, n_cols);
-            }
-            return;
+        // SAFETY: (r, c) lies inside plane p of both tensors for every
+        // r0 <= r < r1, c < n_cols; bands are disjoint in the destination;
+        // `band`'s element size is T's.
+        let blocks = |t: unsafe fn(*const u8, isize, *mut u8, isize, usize, usize)| unsafe {
+            let (s, d) = (s.offset(base + r0 as isize), d.add(p * plane + r0 * n_cols));
+            t(s.cast(), cs, d.cast(), n_cols as isize, r1 - r0, n_cols);
+        };
+        match size_of::<T>() {
+            1 => return blocks(transpose::band::<1>),
+            2 => return blocks(transpose::band::<2>),
+            4 => return blocks(transpose::band::<4>),
+            8 => return blocks(transpose::band::<8>),
+            _ => {}
         }
         for c0 in (0..n_cols).step_by(TILE) {
             let c1 = (c0 + TILE).min(n_cols);

@@ -490,21 +490,26 @@ fn map_rows<T: Arith, O: Element>(
     });
 }
 
-/// Columns of a strip whose transposed one-byte input is staged (see
-/// [`band_rows`]): 256 lines of it, 16 KiB, stay in L1 while the strip's
-/// bands read 16 bytes of each. Strips of 64 columns (a call per 64
-/// elements of a row) spent more on the calls than on the arithmetic.
+/// Columns of a strip whose transposed input is staged (see
+/// [`band_rows`]): [`SIDE`] lines of them, 4 to 32 KiB, stay in L1 while
+/// the strip's bands read 16 rows of each input line. Strips of 64 one-byte
+/// columns (a call per 64 elements of a row) spent more on the calls than
+/// on the arithmetic; strips of 256 bytes of wider elements (64 of
+/// float32, 32 of float64) left `m.T + m2` of float32 and float64 at
+/// 1.5-2x torch's time where 256 columns of them ran at 1.0-1.2x (2000x2000
+/// and 1000x1000, Zen 4, noisy).
 const STAGED: usize = 256;
 
 /// The input to stage for [`band_rows`] (its index, stride along the row
-/// and address) and how [`Plan::walk_strips`] then cuts the walk: a
-/// one-byte input the plan reads transposed, in bands of [`SIDE`] rows
-/// and strips of [`STAGED`] columns; else none, and rows one at a time.
+/// and address) and how [`Plan::walk_strips`] then cuts the walk: an input
+/// of 1, 2, 4 or 8 bytes the plan reads transposed, in bands of [`SIDE`]
+/// rows and strips of [`STAGED`] columns; else none, and rows one at a
+/// time.
 fn staging<T: Arith>(
     plan: &Plan,
     inputs: [Src<T>; 2],
 ) -> (Option<(usize, isize, *const T)>, Strips) {
-    if size_of::<T>() != 1 || T::WIDE {
+    if !matches!(size_of::<T>(), 1 | 2 | 4 | 8) {
         return (None, Strips::ROWS);
     }
     match plan.transposed().map(|(k, ld)| (k, ld, inputs[k - 1])) {
@@ -521,8 +526,8 @@ fn staging<T: Arith>(
 
 /// The `n` rows of a band from [`Plan::walk_strips`] (from `off`, `step`
 /// apart): `row(offsets, line)` for each. A whole band of a transposed
-/// one-byte input (`stage`: its index, stride along the row and address)
-/// goes through [`staged_band`].
+/// input (`stage`: its index, stride along the row and address) goes
+/// through [`staged_band`].
 #[inline(always)]
 fn band_rows<T>(
     stage: Option<(usize, isize, *const T)>,
@@ -538,16 +543,16 @@ fn band_rows<T>(
     }
 }
 
-/// [`band_rows`] for a whole band of a transposed one-byte input: its
-/// [`SIDE`] rows of `len` are first transposed into a buffer in registers
+/// [`band_rows`] for a whole band of a transposed input: its [`SIDE`]
+/// rows of `len` are first transposed into a buffer in registers
 /// (`transpose.rs`), and each row gets its line there (`line`: the input's
 /// index and the line's address), which the loops read as a contiguous
-/// slice. Read a byte at a time from the input, `m.T + m2` of bool and
-/// int8 ran at 1.5-1.9x NumPy's time; through a byte-by-byte gather per
-/// row, slower still (the loads after its stores could not forward). Kept
-/// out of line: its 4 KiB buffer in the callers' frame cost every
-/// elementwise call a stack probe (float32 `a + b` of 10^3 elements
-/// 0.80 -> 0.86 us; out of line, 0.82).
+/// slice. Read an element at a time from the input, `m.T + m2` of bool
+/// and int8 ran at 1.5-1.9x NumPy's time and of bfloat16 at 2.6x torch's;
+/// through a byte-by-byte gather per row, slower still (the loads after
+/// its stores could not forward). Kept out of line: its buffer (4 to 32 KiB) in
+/// the callers' frame cost every elementwise call a stack probe (float32
+/// `a + b` of 10^3 elements 0.80 -> 0.86 us; out of line, 0.82).
 #[inline(never)]
 fn staged_band<T>(
     (k, ld, p): (usize, isize, *const T),
@@ -556,23 +561,27 @@ fn staged_band<T>(
     len: usize,
     mut row: impl FnMut([isize; 3], Option<(usize, *const T)>),
 ) {
-    let mut buf = MaybeUninit::<[u8; SIDE * STAGED]>::uninit();
-    let lines = buf.as_mut_ptr().cast::<u8>();
+    let mut buf = MaybeUninit::<[[T; STAGED]; SIDE]>::uninit();
+    let lines = buf.as_mut_ptr().cast::<T>();
+    // `band` moves T's bytes as they are (a bool's bytes are copies of
+    // bools), T of 1, 2, 4 or 8 bytes (`staging`'s choice).
     // SAFETY: the band's SIDE rows of `len` elements of input k lie inside
-    // it (the plan's promise); `buf` holds SIDE lines of STAGED bytes, whose
-    // first `len` this writes, and T is one byte (a bool's bytes are copies
-    // of bools).
+    // it (the plan's promise); `buf` holds SIDE lines of STAGED elements.
     unsafe {
-        let from = p.offset(off[k]).cast::<u8>();
-        transpose::bytes(from, ld, lines, STAGED as isize, SIDE, len);
+        let (from, to) = (p.offset(off[k]).cast::<u8>(), lines.cast::<u8>());
+        let ds = STAGED as isize;
+        match size_of::<T>() {
+            1 => transpose::band::<1>(from, ld, to, ds, SIDE, len),
+            2 => transpose::band::<2>(from, ld, to, ds, SIDE, len),
+            4 => transpose::band::<4>(from, ld, to, ds, SIDE, len),
+            _ => transpose::band::<8>(from, ld, to, ds, SIDE, len),
+        }
     }
     for i in 0..SIDE {
         let at = [0, 1, 2].map(|j| off[j] + i as isize * step[j]);
         // SAFETY: line i of `buf`.
-        row(
-            at,
-            Some((k, unsafe { lines.add(i * STAGED) }.cast_const().cast::<T>())),
-        );
+        let line = unsafe { lines.add(i * STAGED) }.cast_const();
+        row(at, Some((k, line)));
     }
 }
 

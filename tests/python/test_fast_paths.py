@@ -144,15 +144,18 @@ def test_long_loops_split_across_threads_match_torch(dtype):
         exact(db.from_dlpack(x.float()).to(getattr(db, dtype)), x.float().to(x.dtype))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int8", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "bool"]
+)
 @pytest.mark.parametrize("shape", [(7, 200), (130, 77), (33, 300), (1001, 1003)])
 def test_transposed_operands_go_in_strips_and_match_torch(dtype, shape):
-    """A transposed input (src/cpu/elementwise.rs, Plan::walk_strips: strips
-    of 64 columns, every row in turn; one-byte inputs in bands of 16 rows
-    and strips of 256 columns, transposed into a buffer first, with the
-    rows left over read in place; the largest shape splits across threads
-    mid-row; row_into's loops with one strided side, either side): sums,
-    in place both ways and a comparison are torch's."""
+    """A transposed input (src/cpu/elementwise.rs, Plan::walk_strips: bands
+    of 16 rows and strips of 256 bytes, each band's part of the input
+    transposed into a buffer in register blocks first (src/cpu/transpose.rs,
+    blocks of 16 / size elements a side), with the rows left over read in
+    place; the largest shape splits across threads mid-row; row_into's
+    loops with one strided side, either side): sums, in place both ways and
+    a comparison are torch's."""
     rows, cols = shape
 
     def make(n, seed):
@@ -175,13 +178,13 @@ def test_transposed_operands_go_in_strips_and_match_torch(dtype, shape):
     exact(got, want)
 
 
-@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "float32"])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "float16", "float32", "int64", "float64"])
 @pytest.mark.parametrize("shape", [(3, 5), (15, 17), (16, 16), (17, 40), (40, 20, 40), (33, 2, 70), (700, 301)])
 def test_transposed_copies_match_torch(dtype, shape):
     """`contiguous()` of views whose unit stride is on the second-to-last
-    dimension goes through the tile transpose (src/cpu/copy.rs), one-byte
-    types in 16x16 register blocks, the last block of each side moved back
-    to end at the edge (src/cpu/transpose.rs): sides under, at and past 16,
+    dimension goes through the tile transpose (src/cpu/copy.rs), in register
+    blocks of 16 / size elements a side, the last block of each side moved
+    back to end at the edge (src/cpu/transpose.rs): sides under, at and past 16,
     bands of 32 rows with the rest in the last, several planes, and a
     700x301 transpose split across threads. Every byte is torch's."""
     n = math.prod(shape)
