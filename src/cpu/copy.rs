@@ -254,18 +254,13 @@ fn transpose<T: Copy + Send + Sync>(src: usize, dst: usize, outer: &[Dim], rows:
         let r0 = b * TILE;
         let r1 = if b + 1 == bands { n_rows } else { r0 + TILE };
         // SAFETY: (r, c) lies inside plane p of both tensors for every
-        // r0 <= r < r1, c < n_cols; bands are disjoint in the destination;
-        // `band`'s element size is T's.
-        let blocks = |t: unsafe fn(*const u8, isize, *mut u8, isize, usize, usize)| unsafe {
+        // r0 <= r < r1, c < n_cols; bands are disjoint in the destination.
+        let blocks = unsafe {
             let (s, d) = (s.offset(base + r0 as isize), d.add(p * plane + r0 * n_cols));
-            t(s.cast(), cs, d.cast(), n_cols as isize, r1 - r0, n_cols);
+            transpose::band_of(s, cs, d, n_cols as isize, r1 - r0, n_cols)
         };
-        match size_of::<T>() {
-            1 => return blocks(transpose::band::<1>),
-            2 => return blocks(transpose::band::<2>),
-            4 => return blocks(transpose::band::<4>),
-            8 => return blocks(transpose::band::<8>),
-            _ => {}
+        if blocks {
+            return;
         }
         for c0 in (0..n_cols).step_by(TILE) {
             let c1 = (c0 + TILE).min(n_cols);

@@ -509,7 +509,7 @@ fn staging<T: Arith>(
     plan: &Plan,
     inputs: [Src<T>; 2],
 ) -> (Option<(usize, isize, *const T)>, Strips) {
-    if !matches!(size_of::<T>(), 1 | 2 | 4 | 8) {
+    if !transpose::fits::<T>() {
         return (None, Strips::ROWS);
     }
     match plan.transposed().map(|(k, ld)| (k, ld, inputs[k - 1])) {
@@ -563,20 +563,11 @@ fn staged_band<T>(
 ) {
     let mut buf = MaybeUninit::<[[T; STAGED]; SIDE]>::uninit();
     let lines = buf.as_mut_ptr().cast::<T>();
-    // `band` moves T's bytes as they are (a bool's bytes are copies of
-    // bools), T of 1, 2, 4 or 8 bytes (`staging`'s choice).
     // SAFETY: the band's SIDE rows of `len` elements of input k lie inside
     // it (the plan's promise); `buf` holds SIDE lines of STAGED elements.
-    unsafe {
-        let (from, to) = (p.offset(off[k]).cast::<u8>(), lines.cast::<u8>());
-        let ds = STAGED as isize;
-        match size_of::<T>() {
-            1 => transpose::band::<1>(from, ld, to, ds, SIDE, len),
-            2 => transpose::band::<2>(from, ld, to, ds, SIDE, len),
-            4 => transpose::band::<4>(from, ld, to, ds, SIDE, len),
-            _ => transpose::band::<8>(from, ld, to, ds, SIDE, len),
-        }
-    }
+    let staged =
+        unsafe { transpose::band_of(p.offset(off[k]), ld, lines, STAGED as isize, SIDE, len) };
+    debug_assert!(staged, "staging stages only elements band_of takes");
     for i in 0..SIDE {
         let at = [0, 1, 2].map(|j| off[j] + i as isize * step[j]);
         // SAFETY: line i of `buf`.

@@ -18,6 +18,41 @@ const TILE: usize = 32;
 /// Bytes of a register line.
 const LINE: usize = 16;
 
+/// Whether [`band_of`] takes elements of `T`: 1, 2, 4 or 8 bytes.
+pub(super) const fn fits<T>() -> bool {
+    matches!(size_of::<T>(), 1 | 2 | 4 | 8)
+}
+
+/// [`band`] in elements of `T` (their bytes moved as they are, so a bool's
+/// are copies of bools): false, with nothing done, where `T` does not
+/// [`fits`].
+///
+/// # Safety
+/// As for [`band`].
+pub(super) unsafe fn band_of<T>(
+    src: *const T,
+    ss: isize,
+    dst: *mut T,
+    ds: isize,
+    rows: usize,
+    cols: usize,
+) -> bool {
+    if !fits::<T>() {
+        return false;
+    }
+    let (s, d) = (src.cast::<u8>(), dst.cast::<u8>());
+    // SAFETY: the caller's promise, in elements of `E` = T's size.
+    unsafe {
+        match size_of::<T>() {
+            1 => band::<1>(s, ss, d, ds, rows, cols),
+            2 => band::<2>(s, ss, d, ds, rows, cols),
+            4 => band::<4>(s, ss, d, ds, rows, cols),
+            _ => band::<8>(s, ss, d, ds, rows, cols),
+        }
+    }
+    true
+}
+
 /// `dst[r * ds + c] = src[r + c * ss]` for `r < rows`, `c < cols`, in
 /// elements of `E` bytes (strides in elements): a band of `rows`
 /// destination lines, whole blocks where both sides have a block's side
@@ -29,7 +64,7 @@ const LINE: usize = 16;
 /// `E` is 1, 2, 4 or 8; every `src[r + c * ss]` is readable and every
 /// `dst[r * ds + c]` is writable, exclusively ours, and apart from the
 /// source.
-pub(super) unsafe fn band<const E: usize>(
+unsafe fn band<const E: usize>(
     src: *const u8,
     ss: isize,
     dst: *mut u8,
