@@ -207,32 +207,9 @@ else:
 
 
 # ----- the ops generated from the op tables of src/backend.rs: t.exp(), t.exp_(),
-# dlbridge.exp(t); t.maximum(other), dlbridge.maximum(a, b)
-
-
-def _install_generated_ops() -> None:
-    for name, kind, code in _core._generated_ops():
-        if kind == "unary":
-
-            def method(self, _code=code):
-                return self._unary(_code)
-
-            def method_(self, _code=code):
-                return self._unary_(_code)
-
-            method_.__name__ = method_.__qualname__ = name + "_"
-            method_.__doc__ = f"``t.{name}_()``: ``{name}`` in place, as ``torch.Tensor.{name}_``."
-            setattr(Tensor, name + "_", method_)
-        else:
-
-            def method(self, other, _code=code):
-                return self._binary(_code, other)
-
-        method.__name__ = method.__qualname__ = name
-        method.__doc__ = f"``t.{name}(...)``, as ``torch.Tensor.{name}``."
-        setattr(Tensor, name, method)
-        globals()[name] = getattr(_core, name)  # native: src/python/generated.rs
-        __all__.append(name)
-
-
-_install_generated_ops()
+# dlbridge.exp(t); t.maximum(other), dlbridge.maximum(a, b). The methods are on Tensor
+# already (src/python/generated.rs); the functions are exported here.
+for _name, _kind in _core._generated_ops():
+    globals()[_name] = getattr(_core, _name)
+    __all__.append(_name)
+del _name, _kind

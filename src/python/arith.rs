@@ -17,7 +17,7 @@ use super::errors::{IntoPyResult, type_name, warn_if_imaginary_dropped};
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
 use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor, UnaryOp};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
@@ -212,37 +212,16 @@ pub(crate) fn abs(this: &PyTensor, py: Python<'_>) -> PyResult<PyTensor> {
 }
 
 /// The ops whose Python entry points come from their rows (`generated` in
-/// `backend.rs`'s tables): `(name, "unary" | "binary", code)`, for
-/// `dlbridge/__init__.py` to install as methods and functions that pass
-/// the code (an int: a name would be extracted as a new bytes object per
-/// call under the abi3 ABI of Python 3.9, a sixth of a small op's time).
+/// `backend.rs`'s tables; made in `generated.rs`): `(name, "unary" |
+/// "binary")`, for `dlbridge/__init__.py` to export and the tests to walk.
 #[pyfunction]
-pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str, usize)> {
-    let unary = UnaryOp::ALL
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| op.generated());
-    let binary = BinaryOp::ALL
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| op.generated());
+pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str)> {
+    let unary = UnaryOp::ALL.iter().filter(|op| op.generated());
+    let binary = BinaryOp::ALL.iter().filter(|op| op.generated());
     unary
-        .map(|(i, op)| (op.name(), "unary", i))
-        .chain(binary.map(|(i, op)| (op.name(), "binary", i)))
+        .map(|op| (op.name(), "unary"))
+        .chain(binary.map(|op| (op.name(), "binary")))
         .collect()
-}
-
-/// The generated op of `code` (its position in `all`).
-fn generated<Op: Copy>(all: &[Op], code: usize, is_generated: impl Fn(Op) -> bool) -> PyResult<Op> {
-    all.get(code)
-        .copied()
-        .filter(|&op| is_generated(op))
-        .ok_or_else(|| PyValueError::new_err(format!("no generated op numbered {code}")))
-}
-
-/// `t.name()` for a generated unary op (`exp`).
-pub(crate) fn unary(this: &PyTensor, py: Python<'_>, code: usize) -> PyResult<PyTensor> {
-    unary_op(this, py, generated(UnaryOp::ALL, code, UnaryOp::generated)?)
 }
 
 /// `op(t)` for a unary op of the table.
@@ -250,28 +229,15 @@ pub(crate) fn unary_op(this: &PyTensor, py: Python<'_>, op: UnaryOp) -> PyResult
     this.compute(py, |t| ops::unary(t, op))
 }
 
-/// `t.name_()` for a generated unary op (`exp_`).
-pub(crate) fn unary_<'py>(
+/// `t.name_()` for a unary op of the table (`exp_`).
+pub(crate) fn unary_inplace<'py>(
     slf: &Bound<'py, PyTensor>,
-    code: usize,
+    op: UnaryOp,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let op = generated(UnaryOp::ALL, code, UnaryOp::generated)?;
     slf.get().check_inplace()?;
     let dst = &slf.get().inner;
     maybe_detach(slf.py(), dst.numel(), || ops::unary_(dst, op)).py()?;
     Ok(slf.clone())
-}
-
-/// `t.name(other)` for a generated binary op (`maximum`): `other` must be a
-/// tensor, as PyTorch's.
-pub(crate) fn generated_binary(
-    this: &PyTensor,
-    py: Python<'_>,
-    code: usize,
-    other: &Bound<'_, PyAny>,
-) -> PyResult<PyTensor> {
-    let op = generated(BinaryOp::ALL, code, BinaryOp::generated)?;
-    binary_named(this, py, op, other)
 }
 
 /// `t.name(other)` for a binary op that takes only a tensor `other`

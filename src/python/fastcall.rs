@@ -31,6 +31,13 @@ const METH_FASTCALL: i32 = 0x0080;
 /// The most keywords an entry point takes.
 pub(crate) const MAX_KEYWORDS: usize = 4;
 
+/// The most positional parameters an entry point takes.
+pub(crate) const MAX_POSITIONAL: usize = 2;
+
+/// Where the trampoline keeps the positional values of a call that named
+/// them (see [`FastCall::NAMED`]).
+type Named = [*mut ffi::PyObject; MAX_POSITIONAL];
+
 /// Which keyword each name of a call's keyword-name tuple is.
 pub(crate) type KeywordSlots = [u8; MAX_KEYWORDS];
 
@@ -47,8 +54,12 @@ pub(crate) trait FastCall {
     const NAME: &'static str;
     /// The signature line and docstring (`__text_signature__` format).
     const DOC: &'static std::ffi::CStr;
-    /// Positional-only parameters, all required.
+    /// Positional parameters, all required (at most [`MAX_POSITIONAL`]).
     const POSITIONAL: &'static [&'static str];
+    /// Whether a call may pass the positional parameters by name, as
+    /// PyTorch's functions take `input=` and `other=`; else they are
+    /// positional-only.
+    const NAMED: bool = false;
     /// Keyword-only parameters, all optional.
     const KEYWORDS: &'static [&'static str];
     /// `KEYWORDS` as interned strings (one `PyOnceLock` per entry point).
@@ -190,7 +201,9 @@ fn unexpected<F: FastCall>(key: Borrowed<'_, '_, PyAny>) -> PyResult<PyErr> {
     let name = F::NAME;
     let key = key.cast::<PyString>()?.to_cow()?.into_owned();
     Ok(PyTypeError::new_err(
-        if F::POSITIONAL.contains(&key.as_str()) {
+        if F::NAMED && F::POSITIONAL.contains(&key.as_str()) {
+            format!("{name}() got multiple values for argument '{key}'")
+        } else if F::POSITIONAL.contains(&key.as_str()) {
             format!(
                 "{name}() got some positional-only arguments passed as keyword arguments: '{key}'"
             )
@@ -210,6 +223,7 @@ unsafe fn parse<'a, 'py, F: FastCall>(
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
+    named: &'a mut Named,
 ) -> PyResult<Args<'a, 'py>> {
     let name = F::NAME;
     let nargs = nargs as usize;
@@ -231,6 +245,9 @@ unsafe fn parse<'a, 'py, F: FastCall>(
     // SAFETY (both closures): kwnames is a tuple of nkw names (the caller's promise).
     let key =
         |i: usize| unsafe { Borrowed::from_ptr(py, ffi::PyTuple_GetItem(kwnames, i as isize)) };
+    if F::NAMED && nargs < want && nkw > 0 {
+        return by_name::<F>(py, positional, values, key, named);
+    }
     if nargs < want
         && let Some(i) = (0..nkw).find(|&i| keyword_index::<F>(py, key(i)).is_none())
     {
@@ -276,6 +293,54 @@ unsafe fn parse<'a, 'py, F: FastCall>(
     })
 }
 
+/// [`parse`] for a call that names some of `F`'s positional parameters
+/// ([`FastCall::NAMED`]; `positional` holds the ones passed before):
+/// each name is read and matched apart, the rare form needing no cache,
+/// and the positional values are gathered in `named`.
+fn by_name<'a, 'py, F: FastCall>(
+    py: Python<'py>,
+    positional: &[Borrowed<'a, 'py, PyAny>],
+    values: &[Borrowed<'a, 'py, PyAny>],
+    key: impl Fn(usize) -> Borrowed<'a, 'py, PyAny>,
+    named: &'a mut Named,
+) -> PyResult<Args<'a, 'py>> {
+    let name = F::NAME;
+    let want = F::POSITIONAL.len();
+    debug_assert!(want <= MAX_POSITIONAL && positional.len() < want);
+    for (slot, value) in named.iter_mut().zip(positional) {
+        *slot = value.as_ptr();
+    }
+    let mut keywords = [None; MAX_KEYWORDS];
+    for (i, value) in values.iter().enumerate() {
+        let k = key(i);
+        let text = k.cast::<PyString>()?;
+        let text = text.to_cow()?;
+        match F::POSITIONAL.iter().position(|p| *p == text) {
+            Some(p) if !named[p].is_null() => {
+                return Err(PyTypeError::new_err(format!(
+                    "{name}() got multiple values for argument '{text}'"
+                )));
+            }
+            Some(p) => named[p] = value.as_ptr(),
+            None => keywords[keyword_of::<F>(py, k)?] = Some(*value).filter(|v| !v.is_none()),
+        }
+    }
+    if let Some(p) = named[..want].iter().position(|v| v.is_null()) {
+        return Err(PyTypeError::new_err(format!(
+            "{name}() missing 1 required positional argument: '{}'",
+            F::POSITIONAL[p]
+        )));
+    }
+    let named: &'a Named = named;
+    // SAFETY: named[..want] holds live, non-NULL values of this call;
+    // Borrowed is a transparent pointer wrapper.
+    let positional = unsafe { std::slice::from_raw_parts(named.as_ptr().cast(), want) };
+    Ok(Args {
+        positional,
+        keywords,
+    })
+}
+
 /// The C entry point of `F`.
 unsafe extern "C" fn trampoline<F: FastCall>(
     slf: *mut ffi::PyObject,
@@ -286,8 +351,9 @@ unsafe extern "C" fn trampoline<F: FastCall>(
     // SAFETY: CPython calls functions and method descriptors with the GIL held.
     let py = unsafe { Python::assume_attached() };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut named: Named = [std::ptr::null_mut(); MAX_POSITIONAL];
         // SAFETY: CPython's vectorcall contract is parse's contract.
-        let parsed = unsafe { parse::<F>(py, args, nargs, kwnames) }?;
+        let parsed = unsafe { parse::<F>(py, args, nargs, kwnames, &mut named) }?;
         F::call(py, slf, parsed)
     }));
     let result = outcome.unwrap_or_else(|_| {

@@ -1,13 +1,20 @@
-//! `dlbridge.maximum(a, b)`, `dlbridge.exp(t)`, ...: a native module
-//! function for each generated row of `backend.rs`'s op tables, made from
-//! the rows themselves (`binary_ops!`/`unary_ops!` call back into this
-//! file). A Python wrapper around the method cost a frame per call, a
-//! sixth of a 1000-element op.
+//! `dlbridge.maximum(a, b)`, `t.maximum(b)`, `dlbridge.exp(t)`, `t.exp()`,
+//! `t.exp_()`: the functions and methods of each generated row of
+//! `backend.rs`'s op tables, made from the rows themselves
+//! (`binary_ops!`/`unary_ops!` call back into this file), as fast entry
+//! points (`fastcall.rs`): pyo3's functions take a tuple and a dict under
+//! the abi3 ABI of Python 3.9, and a Python method around a native one
+//! costs a frame; either was a tenth to a sixth of a 1000-element op.
 
-use super::arith::{binary_named, unary_op};
+use super::arith::{binary_named, unary_inplace, unary_op};
+use super::fastcall::{self, Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
 use super::tensor::PyTensor;
 use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
+use std::ffi::CStr;
 
 /// `input` as a tensor, or PyTorch's error for a functional form given
 /// something else.
@@ -20,43 +27,171 @@ fn tensor<'a, 'py>(name: &str, input: &'a Bound<'py, PyAny>) -> PyResult<&'a Bou
     })
 }
 
-/// One function for a generated row, none for the others.
-macro_rules! function {
-    (true, binary, $V:ident, $name:literal, $f:ident) => {
-        #[doc = concat!("`dlbridge.", $name, "(input, other)`, as `torch.", $name, "`.")]
-        #[pyfunction]
-        pub(super) fn $f(input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let t = tensor($name, input)?;
-            binary_named(t.get(), input.py(), crate::BinaryOp::$V, other)
-        }
-    };
-    (true, unary, $V:ident, $name:literal, $f:ident) => {
-        #[doc = concat!("`dlbridge.", $name, "(input)`, as `torch.", $name, "`.")]
-        #[pyfunction]
-        pub(super) fn $f(input: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let t = tensor($name, input)?;
-            unary_op(t.get(), input.py(), crate::UnaryOp::$V)
-        }
-    };
-    (false, $kind:ident, $V:ident, $name:literal, $f:ident) => {};
+/// The instance a method descriptor was called on.
+fn this<'a, 'py>(py: Python<'py>, slf: *mut ffi::PyObject) -> Borrowed<'a, 'py, PyTensor> {
+    // SAFETY: the descriptor (installed on Tensor) checked that `slf` is a
+    // live Tensor before calling.
+    unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>() }
 }
 
-/// Registers the generated rows' functions (a row that is not generated
-/// registers nothing).
-macro_rules! register {
-    (true, $m:ident, $f:ident) => {
-        $m.add_function(wrap_pyfunction!($f, $m)?)?;
+/// `s` (a literal ending in its only NUL) as a C string, at compile time.
+const fn cstr(s: &'static str) -> &'static CStr {
+    match CStr::from_bytes_with_nul(s.as_bytes()) {
+        Ok(c) => c,
+        Err(_) => panic!("one NUL, at the end"),
+    }
+}
+
+/// One fast entry point `$S` named `$name` with the signature `$sig` and
+/// the docstring `$doc`; its positional parameters `$p` may be named.
+macro_rules! entry {
+    ($S:ident, $name:expr, $sig:expr, $doc:expr, [$($p:literal),*],
+     |$py:ident, $slf:ident, $args:ident| $body:expr) => {
+        pub(super) struct $S;
+
+        impl FastCall for $S {
+            const NAME: &'static str = $name;
+            const DOC: &'static CStr = cstr(concat!($sig, "\n--\n\n", $doc, "\0"));
+            const POSITIONAL: &'static [&'static str] = &[$($p),*];
+            const NAMED: bool = true;
+            const KEYWORDS: &'static [&'static str] = &[];
+
+            fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
+                static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+                intern_once(py, &NAMES, Self::KEYWORDS)
+            }
+
+            fn last_names() -> &'static LastRead<KeywordSlots> {
+                static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
+                &LAST
+            }
+
+            fn call($py: Python<'_>, $slf: *mut ffi::PyObject, $args: Args<'_, '_>) -> PyResult<Py<PyAny>> {
+                $body
+            }
+        }
     };
-    (false, $m:ident, $f:ident) => {};
+}
+
+/// A generated row's entry points, in a module named after its scalar
+/// function (`exp::Function`, `exp::Method`, `exp::InPlace`); none for
+/// the other rows.
+macro_rules! entries {
+    (true, binary, $V:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
+        mod $f {
+            use crate::python::generated::*;
+            entry!(
+                Function,
+                $name,
+                concat!($name, "(input, other)"),
+                concat!(
+                    "`dlbridge.",
+                    $name,
+                    "(input, other)`, as `torch.",
+                    $name,
+                    "`."
+                ),
+                ["input", "other"],
+                |py, _slf, args| {
+                    let t = tensor($name, &args.positional[0])?;
+                    let out = binary_named(t.get(), py, crate::BinaryOp::$V, &args.positional[1])?;
+                    Ok(Py::new(py, out)?.into_any())
+                }
+            );
+            entry!(
+                Method,
+                $name,
+                concat!($name, "($self, other)"),
+                concat!("`t.", $name, "(other)`, as `torch.Tensor.", $name, "`."),
+                ["other"],
+                |py, slf, args| {
+                    let out = binary_named(
+                        this(py, slf).get(),
+                        py,
+                        crate::BinaryOp::$V,
+                        &args.positional[0],
+                    )?;
+                    Ok(Py::new(py, out)?.into_any())
+                }
+            );
+        }
+    };
+    (true, unary, $V:ident, $name:literal, $f:ident, $ip:ident) => {
+        mod $f {
+            use crate::python::generated::*;
+            entry!(
+                Function,
+                $name,
+                concat!($name, "(input)"),
+                concat!("`dlbridge.", $name, "(input)`, as `torch.", $name, "`."),
+                ["input"],
+                |py, _slf, args| {
+                    let t = tensor($name, &args.positional[0])?;
+                    Ok(Py::new(py, unary_op(t.get(), py, crate::UnaryOp::$V)?)?.into_any())
+                }
+            );
+            entry!(
+                Method,
+                $name,
+                concat!($name, "($self)"),
+                concat!("`t.", $name, "()`, as `torch.Tensor.", $name, "`."),
+                [],
+                |py, slf, _args| {
+                    Ok(
+                        Py::new(py, unary_op(this(py, slf).get(), py, crate::UnaryOp::$V)?)?
+                            .into_any(),
+                    )
+                }
+            );
+            entry!(
+                InPlace,
+                concat!($name, "_"),
+                concat!($name, "_($self)"),
+                concat!(
+                    "`t.",
+                    $name,
+                    "_()`: `",
+                    $name,
+                    "` in place, as `torch.Tensor.",
+                    $name,
+                    "_`."
+                ),
+                [],
+                |py, slf, _args| {
+                    Ok(unary_inplace(&this(py, slf), crate::UnaryOp::$V)?
+                        .into_any()
+                        .unbind())
+                }
+            );
+        }
+    };
+    (false, $kind:ident, $($rest:tt)*) => {};
+}
+
+/// Registers a generated row's entry points: the function on the module,
+/// the methods on `Tensor`.
+macro_rules! register {
+    (true, binary, $m:ident, $name:literal, $f:ident) => {
+        let ty = $m.py().get_type::<PyTensor>();
+        fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
+        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
+    };
+    (true, unary, $m:ident, $name:literal, $f:ident) => {
+        let ty = $m.py().get_type::<PyTensor>();
+        fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
+        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
+        fastcall::install_method::<$f::InPlace>(&ty, const { cstr(concat!($name, "_\0")) })?;
+    };
+    (false, $kind:ident, $m:ident, $name:literal, $f:ident) => {};
 }
 
 macro_rules! functions {
     ($kind:ident; $($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:tt $(, $ip:ident)?;)*) => {
-        $(function!($gen, $kind, $V, $name, $f);)*
+        $(entries!($gen, $kind, $V, $name, $f $(, $ip)?);)*
 
-        /// Adds this table's generated functions to the module.
+        /// Adds this table's generated functions and methods.
         fn $kind(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            $(register!($gen, m, $f);)*
+            $(register!($gen, $kind, m, $name, $f);)*
             Ok(())
         }
     };
@@ -71,7 +206,8 @@ macro_rules! unary_functions {
 crate::binary_ops!(binary_functions);
 crate::unary_ops!(unary_functions);
 
-/// Adds every generated function to `dlbridge._core`.
+/// Adds every generated function to `dlbridge._core` and every generated
+/// method to `Tensor`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binary(m)?;
     unary(m)

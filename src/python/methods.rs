@@ -558,21 +558,6 @@ impl PyTensor {
         arith::abs(self, py)
     }
 
-    // ----- the ops generated from backend.rs's tables (installed under their
-    // names by dlbridge/__init__.py) -----
-
-    fn _unary(&self, py: Python<'_>, code: usize) -> PyResult<PyTensor> {
-        arith::unary(self, py, code)
-    }
-
-    fn _unary_<'py>(slf: &Bound<'py, Self>, code: usize) -> PyResult<Bound<'py, Self>> {
-        arith::unary_(slf, code)
-    }
-
-    fn _binary(&self, py: Python<'_>, code: usize, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        arith::generated_binary(self, py, code, other)
-    }
-
     // ----- powers -----
 
     fn __pow__(

@@ -14,8 +14,8 @@ COMPLEX = ["complex64", "complex128"]
 SIZES = [0, 1, 7, 255, 257, 1023, 40_003]  # 40_003: past the threads' threshold, odd
 SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 3e38]
 
-UNARY = [name for name, kind, _ in db._core._generated_ops() if kind == "unary"]
-BINARY = [name for name, kind, _ in db._core._generated_ops() if kind == "binary"]
+UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
+BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
 
 
 def sample(dtype, shape, seed):
@@ -222,6 +222,56 @@ def test_binary_takes_only_tensors_as_torch(name):
     with pytest.raises(TypeError) as ours:
         getattr(t, name)(2)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_entry_points_take_arguments_by_position_or_name_as_torch(name):
+    """The generated functions and methods are fast entry points (fastcall.rs) that take
+    their operands by position or, as torch's, by name, in any order."""
+    a, b = sample("float32", (9,), 1), sample("float32", (9,), 2)
+    A, B = to_db(a), to_db(b)
+    want = getattr(torch, name)(a, b)
+    f = getattr(db, name)
+    for got in (f(A, B), f(A, other=B), f(input=A, other=B), f(other=B, input=A),
+                getattr(A, name)(B), getattr(A, name)(other=B), getattr(db.Tensor, name)(A, B)):
+        same(got, want)
+    for call in (lambda: f(A), lambda: f(A, B, B), lambda: f(A, B, input=A), lambda: f(A, input=A),
+                 lambda: f(A, bogus=B), lambda: f(other=B), lambda: getattr(A, name)(),
+                 lambda: getattr(A, name)(B, other=B), lambda: getattr(db.Tensor, name)(3, B)):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'other'"):
+        f(input=A)
+    with pytest.raises(TypeError, match=r"got multiple values for argument 'input'"):
+        f(A, B, input=A)
+    with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'bogus'"):
+        f(A, bogus=B)
+    assert f.__name__ == name and getattr(db.Tensor, name).__name__ == name
+    assert f.__text_signature__ == "(input, other)"
+    assert getattr(db.Tensor, name).__text_signature__ == "($self, other)"
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_entry_points_take_arguments_by_position_or_name_as_torch(name):
+    a = sample("float32", (9,), 3).abs()
+    A = to_db(a)
+    want = getattr(torch, name)(a)
+    f = getattr(db, name)
+    for got in (f(A), f(input=A), getattr(A, name)(), getattr(db.Tensor, name)(A)):
+        same(got, want)
+    B = to_db(a)
+    assert getattr(B, name + "_")() is B
+    same(B, want)
+    for call in (lambda: f(), lambda: f(A, A), lambda: f(A, input=A), lambda: f(x=A),
+                 lambda: getattr(A, name)(A), lambda: getattr(A, name + "_")(A), lambda: f(3)):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' \(position 1\) must be Tensor, not int"):
+        f(3)
+    assert f.__text_signature__ == "(input)"
+    assert getattr(db.Tensor, name).__text_signature__ == "($self)"
+    assert getattr(db.Tensor, name + "_").__text_signature__ == "($self)"
+    assert f.__doc__ and getattr(db.Tensor, name + "_").__doc__
 
 
 # ----- the generic loops under the older ops: layouts and half precision

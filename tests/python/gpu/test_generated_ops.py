@@ -12,8 +12,8 @@ import pytest
 import dlbridge as db
 from .conftest import EPS, REAL_NAMES, assert_on_cuda, cuda_from, rand_array, values_of
 
-UNARY = [name for name, kind, _ in db._core._generated_ops() if kind == "unary"]
-BINARY = [name for name, kind, _ in db._core._generated_ops() if kind == "binary"]
+UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
+BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
 SIZES = [1, 7, 257, 40_003]
 SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5]
 TINY = {"float16": 2.0**-24, "bfloat16": 2.0**-133, "float32": 2.0**-149, "float64": 5e-324}  # smallest subnormals
