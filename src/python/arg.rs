@@ -18,14 +18,12 @@ use super::args::to_scalar;
 use super::device::extract_opt_device;
 use super::dlpack_import::{not_a_producer, requires_grad_refused, try_import};
 use super::errors::IntoPyResult;
-use super::fastcall::{self, Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
+use super::fastcall::{self, Args, FastCall};
 use super::numpy::{is_ndarray, tensor_from_ndarray};
 use super::tensor::PyTensor;
 use crate::{Scalar, Tensor};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::PyString;
 
 /// What a Python object is to dlbridge.
 pub(crate) enum Value {
@@ -144,15 +142,7 @@ zero-copy unless `copy=True` or another `device` asks for a copy.";
     const POSITIONAL: &'static [&'static str] = &["x"];
     const KEYWORDS: &'static [&'static str] = &["device", "copy"];
 
-    fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
-        static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
-        intern_once(py, &NAMES, Self::KEYWORDS)
-    }
-
-    fn last_names() -> &'static LastRead<KeywordSlots> {
-        static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
-        &LAST
-    }
+    fastcall::cells!();
 
     fn call(
         py: Python<'_>,

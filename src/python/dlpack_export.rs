@@ -18,7 +18,7 @@
 use super::capsule::{self, Abi};
 use super::errors::{IntoPyResult, type_name};
 use super::exchange_api;
-use super::fastcall::{Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
+use super::fastcall::{self, Args, FastCall, LastRead};
 use super::tensor::PyTensor;
 use crate::backend::Accelerator as _;
 use crate::dlpack::{ExportOptions, export::VERSION, export_legacy, export_versioned};
@@ -27,7 +27,6 @@ use dlpark::ffi::DLPackVersion;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyString, PyTuple};
 use std::ffi::CStr;
 
@@ -225,15 +224,7 @@ Exports the tensor as a DLPack capsule (the DLPack Python protocol).";
     const POSITIONAL: &'static [&'static str] = &[];
     const KEYWORDS: &'static [&'static str] = &["stream", "max_version", "dl_device", "copy"];
 
-    fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
-        static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
-        intern_once(py, &NAMES, Self::KEYWORDS)
-    }
-
-    fn last_names() -> &'static LastRead<KeywordSlots> {
-        static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
-        &LAST
-    }
+    fastcall::cells!();
 
     fn call(py: Python<'_>, slf: *mut ffi::PyObject, args: Args<'_, '_>) -> PyResult<Py<PyAny>> {
         // SAFETY: the method descriptor checked that `slf` is a live Tensor.

@@ -72,6 +72,30 @@ pub(crate) trait FastCall {
     fn call(py: Python<'_>, slf: *mut ffi::PyObject, args: Args<'_, '_>) -> PyResult<Py<PyAny>>;
 }
 
+/// The two cells a [`FastCall`] impl owns (`interned`, `last_names`),
+/// written once and expanded in each impl: each needs statics of its own,
+/// and a static in a generic function would be one for all of them.
+macro_rules! cells {
+    () => {
+        fn interned(py: ::pyo3::Python<'_>) -> &'static [::pyo3::Py<::pyo3::types::PyString>] {
+            static NAMES: ::pyo3::sync::PyOnceLock<Vec<::pyo3::Py<::pyo3::types::PyString>>> =
+                ::pyo3::sync::PyOnceLock::new();
+            $crate::python::fastcall::intern_once(py, &NAMES, Self::KEYWORDS)
+        }
+
+        fn last_names()
+        -> &'static $crate::python::fastcall::LastRead<$crate::python::fastcall::KeywordSlots> {
+            static LAST: $crate::python::fastcall::LastRead<
+                $crate::python::fastcall::KeywordSlots,
+            > = $crate::python::fastcall::LastRead::new(
+                [0; $crate::python::fastcall::MAX_KEYWORDS],
+            );
+            &LAST
+        }
+    };
+}
+pub(crate) use cells;
+
 /// Interns `names` once into `cell` (for [`FastCall::interned`]).
 pub(crate) fn intern_once(
     py: Python<'_>,

@@ -7,13 +7,11 @@
 //! costs a frame; either was a tenth to a sixth of a 1000-element op.
 
 use super::arith::{binary_named, unary_inplace, unary_op};
-use super::fastcall::{self, Args, FastCall, KeywordSlots, LastRead, MAX_KEYWORDS, intern_once};
+use super::fastcall::{self, Args, FastCall};
 use super::tensor::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::PyString;
 use std::ffi::CStr;
 
 /// `input` as a tensor, or PyTorch's error for a functional form given
@@ -56,15 +54,7 @@ macro_rules! entry {
             const NAMED: bool = true;
             const KEYWORDS: &'static [&'static str] = &[];
 
-            fn interned(py: Python<'_>) -> &'static [Py<PyString>] {
-                static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
-                intern_once(py, &NAMES, Self::KEYWORDS)
-            }
-
-            fn last_names() -> &'static LastRead<KeywordSlots> {
-                static LAST: LastRead<KeywordSlots> = LastRead::new([0; MAX_KEYWORDS]);
-                &LAST
-            }
+            fastcall::cells!();
 
             fn call($py: Python<'_>, $slf: *mut ffi::PyObject, $args: Args<'_, '_>) -> PyResult<Py<PyAny>> {
                 $body
