@@ -224,6 +224,11 @@ def elementwise():
                                             "torch": lambda: torch.maximum(ta, tb), "np": lambda: np.maximum(na, nb)})
             row("minimum(a, b)", dtype, n, {"db": (lambda: db.minimum(A, B)) if has(db, "minimum") else None,
                                             "torch": lambda: torch.minimum(ta, tb), "np": lambda: np.minimum(na, nb)})
+            if dtype in INTS:
+                row("a & b", dtype, n, {"db": (lambda: A & B) if has(A, "__and__") else None,
+                                        "torch": lambda: ta & tb, "np": lambda: na & nb})
+                row("~a", dtype, n, {"db": (lambda: ~A) if has(A, "__invert__") else None,
+                                     "torch": lambda: ~ta, "np": lambda: ~na})
             if dtype in FLOATS:
                 p = make(dtype, (n,), 3, positive=True)
                 P, tp, npp = p["db"], p["torch"], p["np"]
@@ -242,6 +247,12 @@ def elementwise():
         row("a * b", "bool", n, {"db": lambda: A * B, "torch": lambda: ta * tb, "np": lambda: na & nb})
         row("maximum(a, b)", "bool", n, {"db": (lambda: db.maximum(A, B)) if has(db, "maximum") else None,
                                          "torch": lambda: torch.maximum(ta, tb), "np": lambda: np.maximum(na, nb)})
+        row("a & b", "bool", n, {"db": (lambda: A & B) if has(A, "__and__") else None,
+                                 "torch": lambda: ta & tb, "np": lambda: na & nb})
+        row("a | b", "bool", n, {"db": (lambda: A | B) if has(A, "__or__") else None,
+                                 "torch": lambda: ta | tb, "np": lambda: na | nb})
+        row("~a", "bool", n, {"db": (lambda: ~A) if has(A, "__invert__") else None,
+                              "torch": lambda: ~ta, "np": lambda: ~na})
 
 
 # ------------------------------------------------------------------ reductions

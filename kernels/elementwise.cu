@@ -81,6 +81,14 @@ __device__ __forceinline__ float op_minimum(float x, float y) { return x != x ||
 __device__ __forceinline__ double op_minimum(double x, double y) { return x != x || y != y ? x + y : (x < y ? x : y); }
 
 // Binary functors: compute-type values in, compute-type value out.
+// The bitwise ops: integers and bools only (the host refuses the other
+// dtypes before a launch); a bool's `not` is logical.
+template <typename C> __device__ __forceinline__ C op_bitwise_and(C x, C y) { return x & y; }
+template <typename C> __device__ __forceinline__ C op_bitwise_or(C x, C y) { return x | y; }
+template <typename C> __device__ __forceinline__ C op_bitwise_xor(C x, C y) { return x ^ y; }
+template <typename C> __device__ __forceinline__ C op_bitwise_not(C x) { return ~x; }
+__device__ __forceinline__ bool op_bitwise_not(bool x) { return !x; }
+
 #define DLB_BINARY_FUNCTOR(F, fn)                                                             \
     struct F {                                                                                \
         template <typename C> static __device__ __forceinline__ C go(C x, C y) { return fn(x, y); } \
@@ -92,6 +100,9 @@ DLB_BINARY_FUNCTOR(Div, op_div)   // floating types only: integer true division 
 DLB_BINARY_FUNCTOR(Pow, op_pow)
 DLB_BINARY_FUNCTOR(Maximum, op_maximum)
 DLB_BINARY_FUNCTOR(Minimum, op_minimum)
+DLB_BINARY_FUNCTOR(BitwiseAnd, op_bitwise_and)
+DLB_BINARY_FUNCTOR(BitwiseOr, op_bitwise_or)
+DLB_BINARY_FUNCTOR(BitwiseXor, op_bitwise_xor)
 #undef DLB_BINARY_FUNCTOR
 
 // mode: which operands are tensors.
@@ -194,6 +205,11 @@ template <> struct Abs<double> {
 struct AbsOp {
     template <typename T> static __device__ __forceinline__ T go(T x) { return Abs<T>::go(x); }
 };
+struct BitwiseNotOp {
+    template <typename T> static __device__ __forceinline__ T go(T x) {
+        return Tr<T>::store(op_bitwise_not(Tr<T>::load(x)));
+    }
+};
 
 // out = op(src) (out may be src): a contiguous pair collapses to one
 // dimension on the host.
@@ -234,6 +250,10 @@ DLB_MATH_FUNCTOR(Log, op_log)
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
     DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T) \
     DLB_BINARY(minimum, Minimum, tag, T)
+// Integer and bool dtypes only.
+#define DLB_BITWISE(tag, T) DLB_BINARY(bitwise_and, BitwiseAnd, tag, T) \
+    DLB_BINARY(bitwise_or, BitwiseOr, tag, T) DLB_BINARY(bitwise_xor, BitwiseXor, tag, T) \
+    DLB_UNARY(bitwise_not, BitwiseNotOp, tag, T)
 // Floating dtypes only.
 #define DLB_FLOAT_OPS(tag, T) DLB_BINARY(div, Div, tag, T) DLB_UNARY(exp, Exp, tag, T) \
     DLB_UNARY(sqrt, Sqrt, tag, T) \
@@ -246,30 +266,39 @@ DLB_BINARY(pow, Pow, b8, b8)
 DLB_ABS(b8, b8)
 DLB_BINARY(maximum, Maximum, b8, b8)
 DLB_BINARY(minimum, Minimum, b8, b8)
+DLB_BITWISE(b8, b8)
 #endif
 #if DLB_WANT(u8)
 DLB_ARITH(u8, u8)
+DLB_BITWISE(u8, u8)
 #endif
 #if DLB_WANT(i8)
 DLB_ARITH(i8, i8)
+DLB_BITWISE(i8, i8)
 #endif
 #if DLB_WANT(i16)
 DLB_ARITH(i16, i16)
+DLB_BITWISE(i16, i16)
 #endif
 #if DLB_WANT(i32)
 DLB_ARITH(i32, i32)
+DLB_BITWISE(i32, i32)
 #endif
 #if DLB_WANT(i64)
 DLB_ARITH(i64, i64)
+DLB_BITWISE(i64, i64)
 #endif
 #if DLB_WANT(u16)
 DLB_ARITH(u16, u16)
+DLB_BITWISE(u16, u16)
 #endif
 #if DLB_WANT(u32)
 DLB_ARITH(u32, u32)
+DLB_BITWISE(u32, u32)
 #endif
 #if DLB_WANT(u64)
 DLB_ARITH(u64, u64)
+DLB_BITWISE(u64, u64)
 #endif
 #if DLB_WANT(f16)
 DLB_ARITH(f16, f16)

@@ -42,6 +42,9 @@ pub enum Promotion {
     /// Integers and bools become the default float dtype, as PyTorch's true
     /// division and `exp`, `log`, `sqrt` do.
     IntToFloat,
+    /// The promoted dtype, which must be a bool or an integer: the bitwise
+    /// ops, which PyTorch has for no float or complex dtype.
+    Integral,
 }
 
 impl Promotion {
@@ -54,6 +57,14 @@ impl Promotion {
             }
             _ => promoted,
         }
+    }
+
+    /// Whether an op with this rule has a kernel for `dtype` (the dtype it
+    /// computes in): every dtype but floats and complex for `Integral`.
+    pub fn allows(self, dtype: crate::DType) -> bool {
+        use crate::Category;
+        self != Promotion::Integral
+            || matches!(dtype.category(), Category::Bool | Category::Integral)
     }
 }
 
@@ -82,6 +93,12 @@ macro_rules! binary_ops {
             Minimum, "minimum", minimum, ResultType, true;
             /// `max(x, y)` elementwise: NaN wins, as PyTorch; integers plainly, bools `or`.
             Maximum, "maximum", maximum, ResultType, true;
+            /// `x & y`: integers bitwise, bools logically; no float or complex dtype.
+            BitwiseAnd, "bitwise_and", bitwise_and, Integral, true, bitwise_and_;
+            /// `x | y`, as `bitwise_and`.
+            BitwiseOr, "bitwise_or", bitwise_or, Integral, true, bitwise_or_;
+            /// `x ^ y`, as `bitwise_and`.
+            BitwiseXor, "bitwise_xor", bitwise_xor, Integral, true, bitwise_xor_;
         }
     };
 }
@@ -104,6 +121,8 @@ macro_rules! unary_ops {
             Sqrt, "sqrt", sqrt, IntToFloat, true, sqrt_;
             /// `ln x` (NaN below 0, -inf at 0); integers and bools compute in the default float dtype.
             Log, "log", log, IntToFloat, true, log_;
+            /// `~x`: integers bitwise, bools logically; no float or complex dtype.
+            BitwiseNot, "bitwise_not", bitwise_not, Integral, true, bitwise_not_;
         }
     };
 }

@@ -184,6 +184,10 @@ if _TYPE_CHECKING:  # for type checkers: the methods' own signatures, the tensor
     sqrt = Tensor.sqrt
     maximum = Tensor.maximum
     minimum = Tensor.minimum
+    bitwise_and = Tensor.bitwise_and
+    bitwise_or = Tensor.bitwise_or
+    bitwise_xor = Tensor.bitwise_xor
+    bitwise_not = Tensor.bitwise_not
 else:
     abs = _functional("abs")
     pow = _functional("pow")

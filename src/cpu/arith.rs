@@ -86,6 +86,27 @@ pub trait Arith: Element + PartialEq {
     fn exp(self) -> Self {
         unreachable!("integers and bools compute exp in float")
     }
+    /// `x & y`: integers and bools only (`Promotion::Integral` refuses the
+    /// other dtypes before a loop runs).
+    #[inline(always)]
+    fn bitwise_and(self, _: Self) -> Self {
+        unreachable!("floats have no bitwise ops")
+    }
+    /// `x | y`, as [`bitwise_and`](Self::bitwise_and).
+    #[inline(always)]
+    fn bitwise_or(self, _: Self) -> Self {
+        unreachable!("floats have no bitwise ops")
+    }
+    /// `x ^ y`, as [`bitwise_and`](Self::bitwise_and).
+    #[inline(always)]
+    fn bitwise_xor(self, _: Self) -> Self {
+        unreachable!("floats have no bitwise ops")
+    }
+    /// `~x` (`not` for bools), as [`bitwise_and`](Self::bitwise_and).
+    #[inline(always)]
+    fn bitwise_not(self) -> Self {
+        unreachable!("floats have no bitwise ops")
+    }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
     /// An integer as float32, to nearest (as the cast to float32 gives it),
@@ -145,6 +166,10 @@ macro_rules! int_arith {
             #[inline(always)] fn as_f32(self) -> f32 { self as f32 }
             #[inline(always)] fn maximum(self, r: Self) -> Self { if self > r { self } else { r } }
             #[inline(always)] fn minimum(self, r: Self) -> Self { if self < r { self } else { r } }
+            #[inline(always)] fn bitwise_and(self, r: Self) -> Self { self & r }
+            #[inline(always)] fn bitwise_or(self, r: Self) -> Self { self | r }
+            #[inline(always)] fn bitwise_xor(self, r: Self) -> Self { self ^ r }
+            #[inline(always)] fn bitwise_not(self) -> Self { !self }
         }
     )*};
 }
@@ -341,6 +366,22 @@ impl Arith for bool {
     #[inline(always)]
     fn sub(self, r: Self) -> Self {
         self ^ r
+    }
+    #[inline(always)]
+    fn bitwise_and(self, r: Self) -> Self {
+        self & r
+    }
+    #[inline(always)]
+    fn bitwise_or(self, r: Self) -> Self {
+        self | r
+    }
+    #[inline(always)]
+    fn bitwise_xor(self, r: Self) -> Self {
+        self ^ r
+    }
+    #[inline(always)]
+    fn bitwise_not(self) -> Self {
+        !self
     }
     #[inline(always)]
     fn mul(self, r: Self) -> Self {

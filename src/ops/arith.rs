@@ -2,9 +2,9 @@
 //! broadcasting and in-place rules.
 
 use super::{Operand, blocks, check_computable, device_of, lift_cpu_scalar, result_type};
-use crate::backend::{self, BinaryOp, CompareOp, Rhs, UnaryOp};
+use crate::backend::{self, BinaryOp, CompareOp, Promotion, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
-use crate::{Category, DType, Result, Scalar, Tensor, bail};
+use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 use smallvec::{SmallVec, smallvec};
 
 fn is_bool(op: &Operand) -> bool {
@@ -55,6 +55,22 @@ fn check_integer_power(op: BinaryOp, dtype: DType, exponent: &Operand) -> Result
     Ok(())
 }
 
+/// [`check_computable`] for an op of the tables, which also refuses the
+/// dtypes its promotion rule excludes, with PyTorch's error
+/// (`"bitwise_and_cpu" not implemented for 'Float'`).
+fn check_op(name: &str, promotion: Promotion, dtype: DType, device: Device) -> Result<()> {
+    check_computable(name, dtype, device)?;
+    if !promotion.allows(dtype) {
+        bail!(
+            NotImplemented,
+            "\"{name}_{}\" not implemented for '{}'",
+            device.kind.name(),
+            dtype.scalar_type_name()
+        );
+    }
+    Ok(())
+}
+
 /// The dtype an op computes and returns in: its row's promotion rule.
 fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     op.promotion().apply(promoted)
@@ -91,7 +107,7 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     let b = lifted_b.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[a, b])?;
     let dtype = compute_dtype(op, result_type(&[a, b])?);
-    check_computable(op.name(), dtype, device)?;
+    check_op(op.name(), op.promotion(), dtype, device)?;
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
     if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && dtype.is_complex() {
@@ -295,7 +311,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     let b = lifted.as_ref().map_or(b, Operand::Tensor);
     let device = device_of(&[Operand::Tensor(dst), b])?;
     let dtype = compute_dtype(op, result_type(&[Operand::Tensor(dst), b])?);
-    check_computable(op.name(), dtype, device)?;
+    check_op(op.name(), op.promotion(), dtype, device)?;
     check_writes_back(dtype, dst)?;
     check_bool_op(op, &Operand::Tensor(dst), &b)?;
     check_integer_power(op, dtype, &b)?;
@@ -389,7 +405,7 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
 /// ```
 pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
     let dtype = op.promotion().apply(a.dtype());
-    check_computable(op.name(), dtype, a.device())?;
+    check_op(op.name(), op.promotion(), dtype, a.device())?;
     let src = a.to_dtype(dtype)?;
     let out = Tensor::empty_for_elementwise(a.shape(), &[a], false, dtype, a.device())?;
     backend::of(a.device()).unary(&out, &src, op)?;
@@ -408,7 +424,7 @@ pub fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
 /// ```
 pub fn unary_(dst: &Tensor, op: UnaryOp) -> Result<()> {
     let dtype = op.promotion().apply(dst.dtype());
-    check_computable(op.name(), dtype, dst.device())?;
+    check_op(op.name(), op.promotion(), dtype, dst.device())?;
     check_writes_back(dtype, dst)?;
     dst.ensure_writable()?;
     if dtype != dst.dtype() {

@@ -16,7 +16,7 @@ use super::dtype::extract_opt_dtype;
 use super::errors::{IntoPyResult, type_name, warn_if_imaginary_dropped};
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
-use crate::{BinaryOp, CompareOp, DType, Scalar, Tensor, UnaryOp};
+use crate::{BinaryOp, CompareOp, DType, Promotion, Scalar, Tensor, UnaryOp};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -241,7 +241,7 @@ pub(crate) fn unary_inplace<'py>(
 }
 
 /// `t.name(other)` for a binary op that takes only a tensor `other`
-/// (`maximum`, and `max(other)`).
+/// (`maximum`, and `max(other)`), or also a number (the bitwise ops).
 pub(crate) fn binary_named(
     this: &PyTensor,
     py: Python<'_>,
@@ -251,6 +251,8 @@ pub(crate) fn binary_named(
     let name = op.name();
     let r = match rhs(other)? {
         Some(r @ Rhs::Tensor(..)) => r,
+        // torch's bitwise ops take a number too (`bitwise_and(t, 1)`).
+        Some(r @ Rhs::Scalar(_)) if op.promotion() == Promotion::Integral => r,
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "{name}(): argument 'other' (position 1) must be Tensor, not {}",

@@ -6,9 +6,10 @@
 //! the abi3 ABI of Python 3.9, and a Python method around a native one
 //! costs a frame; either was a tenth to a sixth of a 1000-element op.
 
-use super::arith::{binary_named, unary_inplace, unary_op};
+use super::arith::{self, binary_inplace, binary_named, unary_inplace, unary_op};
 use super::fastcall::{self, Args, FastCall};
 use super::tensor::PyTensor;
+use crate::Category;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -104,6 +105,18 @@ macro_rules! entries {
                     Ok(Py::new(py, out)?.into_any())
                 }
             );
+            $(entry!(
+                InPlace,
+                stringify!($ip),
+                concat!(stringify!($ip), "($self, other)"),
+                concat!("`t.", stringify!($ip), "(other)`: `", $name, "` in place, as torch's."),
+                ["other"],
+                |py, slf, args| {
+                    let t = this(py, slf);
+                    binary_inplace(t.get(), py, &args.positional[0], crate::BinaryOp::$V)?;
+                    Ok(t.to_owned().into_any().unbind())
+                }
+            );)?
         }
     };
     (true, unary, $V:ident, $name:literal, $f:ident, $ip:ident) => {
@@ -161,18 +174,22 @@ macro_rules! entries {
 /// Registers a generated row's entry points: the function on the module,
 /// the methods on `Tensor`.
 macro_rules! register {
-    (true, binary, $m:ident, $name:literal, $f:ident) => {
+    (true, binary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
         let ty = $m.py().get_type::<PyTensor>();
         fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
         fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
+        $(fastcall::install_method::<$f::InPlace>(
+            &ty,
+            const { cstr(concat!(stringify!($ip), "\0")) },
+        )?;)?
     };
-    (true, unary, $m:ident, $name:literal, $f:ident) => {
+    (true, unary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
         let ty = $m.py().get_type::<PyTensor>();
         fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
         fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
         fastcall::install_method::<$f::InPlace>(&ty, const { cstr(concat!($name, "_\0")) })?;
     };
-    (false, $kind:ident, $m:ident, $name:literal, $f:ident) => {};
+    (false, $kind:ident, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {};
 }
 
 macro_rules! functions {
@@ -181,7 +198,7 @@ macro_rules! functions {
 
         /// Adds this table's generated functions and methods.
         fn $kind(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            $(register!($gen, $kind, m, $name, $f);)*
+            $(register!($gen, $kind, m, $name, $f $(, $ip)?);)*
             Ok(())
         }
     };
@@ -196,9 +213,70 @@ macro_rules! unary_functions {
 crate::binary_ops!(binary_functions);
 crate::unary_ops!(unary_functions);
 
-/// Adds every generated function to `dlbridge._core` and every generated
-/// method to `Tensor`.
+/// The operators of the bitwise rows, as methods CPython makes `Tensor`'s
+/// number slots from: `&`, `|`, `^` (reflected and in place too) and `~`.
+macro_rules! operators {
+    ($($m:ident: $V:ident, $name:literal, $rname:literal, $iname:literal;)*) => {
+        $(mod $m {
+            use crate::python::generated::*;
+            entry!(Op, $name, concat!($name, "($self, other)"),
+                concat!("`t ", stringify!($m), " other`, as torch's."), ["other"], |py, slf, args| {
+                    arith::binary(this(py, slf).get(), py, &args.positional[0], crate::BinaryOp::$V, false)
+                });
+            entry!(Reflected, $rname, concat!($rname, "($self, other)"),
+                concat!("`other ", stringify!($m), " t`, as torch's."), ["other"], |py, slf, args| {
+                    arith::binary(this(py, slf).get(), py, &args.positional[0], crate::BinaryOp::$V, true)
+                });
+            entry!(InPlace, $iname, concat!($iname, "($self, other)"),
+                concat!("`t ", stringify!($m), "= other`, as torch's."), ["other"], |py, slf, args| {
+                    let t = this(py, slf);
+                    binary_inplace(t.get(), py, &args.positional[0], crate::BinaryOp::$V)?;
+                    Ok(t.to_owned().into_any().unbind())
+                });
+        })*
+
+        /// Installs the operators on `Tensor`.
+        fn operators(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            let ty = m.py().get_type::<PyTensor>();
+            $(
+                fastcall::install_method::<$m::Op>(&ty, const { cstr(concat!($name, "\0")) })?;
+                fastcall::install_method::<$m::Reflected>(&ty, const { cstr(concat!($rname, "\0")) })?;
+                fastcall::install_method::<$m::InPlace>(&ty, const { cstr(concat!($iname, "\0")) })?;
+            )*
+            fastcall::install_method::<Invert>(&ty, c"__invert__")
+        }
+    };
+}
+operators! {
+    and: BitwiseAnd, "__and__", "__rand__", "__iand__";
+    or: BitwiseOr, "__or__", "__ror__", "__ior__";
+    xor: BitwiseXor, "__xor__", "__rxor__", "__ixor__";
+}
+
+entry!(
+    Invert,
+    "__invert__",
+    "__invert__($self)",
+    "`~t`, as torch's: integers and bools only.",
+    [],
+    |py, slf, _args| {
+        let t = this(py, slf);
+        if matches!(
+            t.get().inner.dtype().category(),
+            Category::Floating | Category::Complex
+        ) {
+            return Err(PyTypeError::new_err(
+                "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
+            ));
+        }
+        Ok(Py::new(py, unary_op(t.get(), py, crate::UnaryOp::BitwiseNot)?)?.into_any())
+    }
+);
+
+/// Adds every generated function to `dlbridge._core`, every generated
+/// method and the bitwise operators to `Tensor`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binary(m)?;
-    unary(m)
+    unary(m)?;
+    operators(m)
 }

@@ -20,6 +20,47 @@ fn unary(a: &Tensor, op: UnaryOp) -> Result<Tensor> {
     }
 }
 
+/// The doc examples' operands by promotion rule: integers for the bitwise
+/// rows (which refuse floats), float32 for the others.
+macro_rules! example {
+    (Integral, data) => {
+        "vec![1i32, 4]"
+    };
+    (Integral, three) => {
+        "vec![1i32; 3]"
+    };
+    (Integral, num) => {
+        "2"
+    };
+    (Integral, dtype) => {
+        "DType::I32"
+    };
+    (Integral, elem) => {
+        "i32"
+    };
+    (Integral, orig) => {
+        "vec![1, 4]"
+    };
+    ($p:ident, data) => {
+        "vec![1.0f32, 4.0]"
+    };
+    ($p:ident, three) => {
+        "vec![1.0f32; 3]"
+    };
+    ($p:ident, num) => {
+        "2.0"
+    };
+    ($p:ident, dtype) => {
+        "DType::F32"
+    };
+    ($p:ident, elem) => {
+        "f32"
+    };
+    ($p:ident, orig) => {
+        "vec![1.0, 4.0]"
+    };
+}
+
 macro_rules! binary_methods {
     ($($(#[$doc:meta])* $V:ident, $name:literal, $f:ident, $promo:ident, $gen:literal $(, $ip:ident)?;)*) => {
         /// The binary ops of [`binary_ops!`](crate::binary_ops), one method
@@ -32,10 +73,10 @@ macro_rules! binary_methods {
             ///
             /// ```
             /// use dlbridge::{DType, Tensor};
-            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
-            #[doc = concat!("let r = a.", stringify!($f), "(&a)?.", stringify!($f), "(2.0)?; // a tensor, then a number")]
-            /// assert_eq!((r.shape(), r.dtype()), (&[2][..], DType::F32));
-            #[doc = concat!("assert!(a.", stringify!($f), "(&Tensor::from_vec(vec![1.0f32; 3], &[3])?).is_err()); // shapes that do not broadcast")]
+            #[doc = concat!("let a = Tensor::from_vec(", example!($promo, data), ", &[2])?;")]
+            #[doc = concat!("let r = a.", stringify!($f), "(&a)?.", stringify!($f), "(", example!($promo, num), ")?; // a tensor, then a number")]
+            #[doc = concat!("assert_eq!((r.shape(), r.dtype()), (&[2][..], ", example!($promo, dtype), "));")]
+            #[doc = concat!("assert!(a.", stringify!($f), "(&Tensor::from_vec(", example!($promo, three), ", &[3])?).is_err()); // shapes that do not broadcast")]
             /// # Ok::<(), dlbridge::Error>(())
             /// ```
             pub fn $f<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
@@ -47,10 +88,10 @@ macro_rules! binary_methods {
             ///
             /// ```
             /// use dlbridge::Tensor;
-            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("let a = Tensor::from_vec(", example!($promo, data), ", &[2])?;")]
             /// let shared = a.clone(); // the same memory
-            #[doc = concat!("a.", stringify!($ip), "(2.0)?;")]
-            /// assert_ne!(shared.to_vec::<f32>()?, vec![1.0, 4.0]); // the clone sees the write
+            #[doc = concat!("a.", stringify!($ip), "(", example!($promo, num), ")?;")]
+            #[doc = concat!("assert_ne!(shared.to_vec::<", example!($promo, elem), ">()?, ", example!($promo, orig), "); // the clone sees the write")]
             /// # Ok::<(), dlbridge::Error>(())
             /// ```
             pub fn $ip<'a>(&self, other: impl Into<Operand<'a>>) -> Result<()> {
@@ -72,9 +113,9 @@ macro_rules! unary_methods {
             ///
             /// ```
             /// use dlbridge::{DType, Tensor};
-            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("let a = Tensor::from_vec(", example!($promo, data), ", &[2])?;")]
             #[doc = concat!("let r = a.", stringify!($f), "()?;")]
-            /// assert_eq!((r.shape(), r.dtype()), (&[2][..], DType::F32));
+            #[doc = concat!("assert_eq!((r.shape(), r.dtype()), (&[2][..], ", example!($promo, dtype), "));")]
             /// # Ok::<(), dlbridge::Error>(())
             /// ```
             pub fn $f(&self) -> Result<Tensor> {
@@ -85,9 +126,9 @@ macro_rules! unary_methods {
             ///
             /// ```
             /// use dlbridge::Tensor;
-            /// let a = Tensor::from_vec(vec![1.0f32, 4.0], &[2])?;
+            #[doc = concat!("let a = Tensor::from_vec(", example!($promo, data), ", &[2])?;")]
             #[doc = concat!("a.", stringify!($ip), "()?;")]
-            /// assert_ne!(a.to_vec::<f32>()?, vec![1.0, 4.0]);
+            #[doc = concat!("assert_ne!(a.to_vec::<", example!($promo, elem), ">()?, ", example!($promo, orig), ");")]
             /// # Ok::<(), dlbridge::Error>(())
             /// ```
             pub fn $ip(&self) -> Result<()> {

@@ -2134,7 +2134,26 @@ static void test_ops_by_name(void) {
     CHECK(values_are(out, want, 3));
   }
   dlb_free(out);
+  /* The bitwise rows: integers and bools; a float operand is refused as PyTorch refuses it. */
   out = SENTINEL;
+  CHECK_OK(dlb_binary_op("bitwise_xor", i32, i32, &out));
+  CHECK(same_dtype(dtype_of(out), I32));
+  {
+    double want[3] = {0, 0, 0};
+    CHECK(values_are(out, want, 3));
+  }
+  dlb_free(out);
+  out = SENTINEL;
+  CHECK_OK(dlb_unary_op("bitwise_not", i32, &out));
+  {
+    double want[3] = {-2, -5, -10};
+    CHECK(values_are(out, want, 3));
+  }
+  dlb_free(out);
+  out = SENTINEL;
+  CHECK_ERR(dlb_binary_op("bitwise_and", i32, b, &out), DLB_ERR_INVALID_OPERATION);
+  CHECK_MSG("\"bitwise_and_cpu\" not implemented for 'Double'");
+  CHECK(out == SENTINEL);
   CHECK_ERR(dlb_unary_op("no_such_op", i32, &out), DLB_ERR_INVALID_ARGUMENT);
   CHECK_MSG("no elementwise op named");
   CHECK_ERR(dlb_binary_op("exp", i32, b, &out), DLB_ERR_INVALID_ARGUMENT);

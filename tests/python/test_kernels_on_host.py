@@ -135,21 +135,23 @@ def random_array(tag, n, rng, low=None, high=None, nonzero=False):
 def reference(op, x, y):
     """NumPy's same-dtype result (integers wrap; bool add = or, mul = and)."""
     if x.dtype == np.bool_:
-        return {"add": np.logical_or, "mul": np.logical_and, **MINMAX_BOOL}[op](x, y)
+        return {"add": np.logical_or, "mul": np.logical_and, **MINMAX_BOOL, **BITWISE}[op](x, y)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-                **MINMAX}[op](x, y).astype(x.dtype)
+                **MINMAX, **BITWISE}[op](x, y).astype(x.dtype)
 
 
 # The generated binary rows of src/backend.rs with a kernel: NumPy's function (NaN wins, as torch's).
 MINMAX = {"maximum": np.maximum, "minimum": np.minimum}
 MINMAX_BOOL = {"maximum": np.logical_or, "minimum": np.logical_and}
+# The bitwise rows: integers and bools only.
+BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
 
 
 def ops_for(tag):
     if tag == "b8":
-        return ["add", "mul", *MINMAX]
-    return ["add", "sub", "mul", *MINMAX] + (["div"] if tag in FLOATS else [])
+        return ["add", "mul", *MINMAX, *BITWISE]
+    return ["add", "sub", "mul", *MINMAX] + (["div"] if tag in FLOATS else [*BITWISE])
 
 
 BINARY_CASES = [(tag, op) for tag in TAGS for op in ops_for(tag)]
@@ -676,6 +678,17 @@ def test_abs_wraps_integers_and_clears_the_float_sign_bit(lib, tag):
         run(lib["elementwise"], f"dlb_abs_{tag}", [ptr(out), ptr(src), ctypes.c_int64(3), indexer((3,), [1], [1])])
         f = out.astype(np.float64)
         assert f[0] == 0 and not np.signbit(f[0]) and f[1] == np.inf and np.isnan(f[2]) and not np.signbit(f[2])
+
+
+@pytest.mark.parametrize("tag", [t for t in TAGS if t not in FLOATS])
+def test_bitwise_not_of_integers_and_bools(lib, tag):
+    rng = np.random.default_rng(len(tag))
+    src = random_array(tag, 37 * 5, rng).reshape(37, 5)[:, ::2]  # a strided view
+    out = np.zeros(src.shape, dtype=TAGS[tag])
+    ix = indexer(src.shape, estrides(out), estrides(src))
+    run(lib["elementwise"], f"dlb_bitwise_not_{tag}", [ptr(out), ptr(src), ctypes.c_int64(src.size), ix], grid=(2, 2))
+    want = np.logical_not(src) if tag == "b8" else np.invert(src)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_abs_of_a_transposed_matrix(lib):

@@ -16,6 +16,10 @@ SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 3e3
 
 UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
 BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
+# The rows for floats (and integers promoted to floats); the bitwise rows take integers
+# and bools only and have tests of their own (test_bitwise.py).
+FLOAT_UNARY = [name for name in UNARY if not name.startswith("bitwise_")]
+FLOAT_BINARY = [name for name in BINARY if not name.startswith("bitwise_")]
 
 
 def sample(dtype, shape, seed):
@@ -99,7 +103,7 @@ def unsigned_sample(dtype, n, seed):
     return x
 
 
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("name", FLOAT_UNARY)
 @pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
 def test_unary_of_wide_unsigned_integers(name, dtype):
     # torch has no CPU kernel here; its rule (integers compute in the
@@ -129,7 +133,7 @@ def test_binary_of_wide_unsigned_integers_matches_numpy(name, dtype):
         assert (getattr(db.from_numpy(x), name)(db.from_numpy(y)).numpy() == getattr(np, name)(x, y)).all()
 
 
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("name", FLOAT_UNARY)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
 def test_unary_of_strided_views(name, dtype):
     x = sample(dtype, (37, 41), 3)
@@ -137,7 +141,7 @@ def test_unary_of_strided_views(name, dtype):
         same(getattr(view(to_db(x)), name)(), getattr(torch, name)(view(x)))
 
 
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("name", FLOAT_UNARY)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 def test_unary_in_place_writes_the_memory_views_share(name, dtype):
     for n in (7, 40_003):
@@ -157,7 +161,7 @@ def test_unary_in_place_writes_the_memory_views_share(name, dtype):
     same(t, want)
 
 
-@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("name", FLOAT_UNARY)
 def test_unary_in_place_refuses_integer_tensors_as_torch(name):
     x = torch.arange(4, dtype=torch.int64)
     with pytest.raises(RuntimeError) as theirs:
@@ -189,7 +193,7 @@ def test_binary_matches_torch_for_every_dtype_and_size(name, dtype):
         same(getattr(db, name)(to_db(a), to_db(b)), want)
 
 
-@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("name", FLOAT_BINARY)
 def test_binary_nan_propagates_from_either_side(name):
     a = torch.tensor([math.nan, 1.0, math.nan, -math.inf, 0.0, -0.0])
     b = torch.tensor([1.0, math.nan, math.nan, math.inf, -0.0, 0.0])
@@ -198,7 +202,7 @@ def test_binary_nan_propagates_from_either_side(name):
         same(getattr(to_db(x), name)(to_db(y)), getattr(torch, name)(x, y))
 
 
-@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("name", FLOAT_BINARY)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64", "uint8"])
 def test_binary_broadcasts_promotes_and_reads_strided_views(name, dtype):
     m = sample(dtype, (30, 40), 7)
@@ -214,7 +218,7 @@ def test_binary_broadcasts_promotes_and_reads_strided_views(name, dtype):
         same(getattr(to_db(a), name)(to_db(b)), getattr(torch, name)(a, b))
 
 
-@pytest.mark.parametrize("name", BINARY)
+@pytest.mark.parametrize("name", FLOAT_BINARY)
 def test_binary_takes_only_tensors_as_torch(name):
     t = to_db(torch.ones(3))
     with pytest.raises(TypeError) as theirs:
@@ -228,7 +232,8 @@ def test_binary_takes_only_tensors_as_torch(name):
 def test_binary_entry_points_take_arguments_by_position_or_name_as_torch(name):
     """The generated functions and methods are fast entry points (fastcall.rs) that take
     their operands by position or, as torch's, by name, in any order."""
-    a, b = sample("float32", (9,), 1), sample("float32", (9,), 2)
+    dtype = "int32" if name.startswith("bitwise_") else "float32"
+    a, b = sample(dtype, (9,), 1), sample(dtype, (9,), 2)
     A, B = to_db(a), to_db(b)
     want = getattr(torch, name)(a, b)
     f = getattr(db, name)
@@ -237,7 +242,8 @@ def test_binary_entry_points_take_arguments_by_position_or_name_as_torch(name):
         same(got, want)
     for call in (lambda: f(A), lambda: f(A, B, B), lambda: f(A, B, input=A), lambda: f(A, input=A),
                  lambda: f(A, bogus=B), lambda: f(other=B), lambda: getattr(A, name)(),
-                 lambda: getattr(A, name)(B, other=B), lambda: getattr(db.Tensor, name)(3, B)):
+                 lambda: getattr(A, name)(B, other=B), lambda: getattr(db.Tensor, name)(3, B),
+                 lambda: f(3, B)):
         with pytest.raises(TypeError):
             call()
     with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'other'"):
@@ -253,7 +259,7 @@ def test_binary_entry_points_take_arguments_by_position_or_name_as_torch(name):
 
 @pytest.mark.parametrize("name", UNARY)
 def test_unary_entry_points_take_arguments_by_position_or_name_as_torch(name):
-    a = sample("float32", (9,), 3).abs()
+    a = sample("int32" if name.startswith("bitwise_") else "float32", (9,), 3).abs()
     A = to_db(a)
     want = getattr(torch, name)(a)
     f = getattr(db, name)
