@@ -6,10 +6,9 @@
 //! the abi3 ABI of Python 3.9, and a Python method around a native one
 //! costs a frame; either was a tenth to a sixth of a 1000-element op.
 
-use super::arith::{self, binary_inplace, binary_named, unary_inplace, unary_op};
+use super::arith::{self, binary_named, named_inplace, unary_inplace, unary_op};
 use super::fastcall::{self, Args, FastCall};
 use super::tensor::PyTensor;
-use crate::Category;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -112,9 +111,8 @@ macro_rules! entries {
                 concat!("`t.", stringify!($ip), "(other)`: `", $name, "` in place, as torch's."),
                 ["other"],
                 |py, slf, args| {
-                    let t = this(py, slf);
-                    binary_inplace(t.get(), py, &args.positional[0], crate::BinaryOp::$V)?;
-                    Ok(t.to_owned().into_any().unbind())
+                    let t = named_inplace(&this(py, slf), &args.positional[0], crate::BinaryOp::$V)?;
+                    Ok(t.into_any().unbind())
                 }
             );)?
         }
@@ -216,22 +214,21 @@ crate::unary_ops!(unary_functions);
 /// The operators of the bitwise rows, as methods CPython makes `Tensor`'s
 /// number slots from: `&`, `|`, `^` (reflected and in place too) and `~`.
 macro_rules! operators {
-    ($($m:ident: $V:ident, $name:literal, $rname:literal, $iname:literal;)*) => {
+    ($($m:ident: $V:ident, $sym:literal, $name:literal, $rname:literal, $iname:literal;)*) => {
         $(mod $m {
             use crate::python::generated::*;
             entry!(Op, $name, concat!($name, "($self, other)"),
-                concat!("`t ", stringify!($m), " other`, as torch's."), ["other"], |py, slf, args| {
+                concat!("`t ", $sym, " other`, as torch's."), ["other"], |py, slf, args| {
                     arith::binary(this(py, slf).get(), py, &args.positional[0], crate::BinaryOp::$V, false)
                 });
             entry!(Reflected, $rname, concat!($rname, "($self, other)"),
-                concat!("`other ", stringify!($m), " t`, as torch's."), ["other"], |py, slf, args| {
+                concat!("`other ", $sym, " t`, as torch's."), ["other"], |py, slf, args| {
                     arith::binary(this(py, slf).get(), py, &args.positional[0], crate::BinaryOp::$V, true)
                 });
             entry!(InPlace, $iname, concat!($iname, "($self, other)"),
-                concat!("`t ", stringify!($m), "= other`, as torch's."), ["other"], |py, slf, args| {
-                    let t = this(py, slf);
-                    binary_inplace(t.get(), py, &args.positional[0], crate::BinaryOp::$V)?;
-                    Ok(t.to_owned().into_any().unbind())
+                concat!("`t ", $sym, "= other`, as torch's."), ["other"], |py, slf, args| {
+                    let t = named_inplace(&this(py, slf), &args.positional[0], crate::BinaryOp::$V)?;
+                    Ok(t.into_any().unbind())
                 });
         })*
 
@@ -248,9 +245,9 @@ macro_rules! operators {
     };
 }
 operators! {
-    and: BitwiseAnd, "__and__", "__rand__", "__iand__";
-    or: BitwiseOr, "__or__", "__ror__", "__ior__";
-    xor: BitwiseXor, "__xor__", "__rxor__", "__ixor__";
+    and: BitwiseAnd, "&", "__and__", "__rand__", "__iand__";
+    or: BitwiseOr, "|", "__or__", "__ror__", "__ior__";
+    xor: BitwiseXor, "^", "__xor__", "__rxor__", "__ixor__";
 }
 
 entry!(
@@ -261,10 +258,10 @@ entry!(
     [],
     |py, slf, _args| {
         let t = this(py, slf);
-        if matches!(
-            t.get().inner.dtype().category(),
-            Category::Floating | Category::Complex
-        ) {
+        if !crate::UnaryOp::BitwiseNot
+            .promotion()
+            .allows(t.get().inner.dtype())
+        {
             return Err(PyTypeError::new_err(
                 "~ (operator.invert) is only implemented on integer and Boolean-type tensors",
             ));
