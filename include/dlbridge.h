@@ -147,9 +147,11 @@ enum dlb_status dlb_item_f64(const struct dlb_tensor *a, double *out);
 enum dlb_status dlb_unary_op(const char *name, const struct dlb_tensor *a, struct dlb_tensor **out);
 
 // `name(a, b)` as a new tensor for any binary op of dlbridge's table, by
-// its PyTorch name (`"maximum"`, `"add"`, ...), with broadcasting and
-// PyTorch's promotion. Errors as `dlb_unary_op`, plus those of
-// `dlb_binary`. Thread-safe.
+// its PyTorch function name (`"maximum"`, `"add"`, `"floor_divide"`,
+// `"remainder"`, `"fmod"`; `"div_trunc"` is `div` rounding toward zero),
+// with broadcasting and PyTorch's promotion. Errors as `dlb_unary_op`, plus
+// those of `dlb_binary` and `DLB_ERR_INVALID_OPERATION` for a zero integer
+// divisor of the rounding divisions and remainders. Thread-safe.
 enum dlb_status dlb_binary_op(const char *name,
                               const struct dlb_tensor *a,
                               const struct dlb_tensor *b,

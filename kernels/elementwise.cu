@@ -89,6 +89,55 @@ template <typename C> __device__ __forceinline__ C op_bitwise_xor(C x, C y) { re
 template <typename C> __device__ __forceinline__ C op_bitwise_not(C x) { return ~x; }
 __device__ __forceinline__ bool op_bitwise_not(bool x) { return !x; }
 
+// Rounding division and remainders (PyTorch's div_floor, div_trunc,
+// remainder, fmod): integers and real floats (the host refuses bools,
+// complex numbers and a zero integer divisor before a launch). Signed
+// integers: MIN / -1 wraps to MIN, and MIN % -1 is 0, without the overflow.
+#define DLB_SIGNED_DIVISION(CT, UT)                                                            \
+    __device__ __forceinline__ CT op_div_trunc(CT x, CT y) { return y == -1 ? (CT)((UT)0 - (UT)x) : x / y; } \
+    __device__ __forceinline__ CT op_fmod(CT x, CT y) { return y == -1 ? 0 : x % y; }        \
+    __device__ __forceinline__ CT op_div_floor(CT x, CT y) {                                  \
+        CT m = op_fmod(x, y);                                                                 \
+        return op_div_trunc(x, y) - (m != 0 && (m < 0) != (y < 0) ? 1 : 0);                   \
+    }                                                                                         \
+    __device__ __forceinline__ CT op_remainder(CT x, CT y) {                                  \
+        CT m = op_fmod(x, y);                                                                 \
+        return m != 0 && (m < 0) != (y < 0) ? m + y : m;                                      \
+    }
+#define DLB_UNSIGNED_DIVISION(CT)                                                              \
+    __device__ __forceinline__ CT op_div_trunc(CT x, CT y) { return x / y; }                 \
+    __device__ __forceinline__ CT op_div_floor(CT x, CT y) { return x / y; }                 \
+    __device__ __forceinline__ CT op_fmod(CT x, CT y) { return x % y; }                      \
+    __device__ __forceinline__ CT op_remainder(CT x, CT y) { return x % y; }
+DLB_SIGNED_DIVISION(int, unsigned)
+DLB_SIGNED_DIVISION(long long, unsigned long long)
+DLB_UNSIGNED_DIVISION(unsigned)
+DLB_UNSIGNED_DIVISION(unsigned long long)
+#undef DLB_SIGNED_DIVISION
+#undef DLB_UNSIGNED_DIVISION
+// Floats (float16 and bfloat16 arrive as float): as c10::div_floor_floating,
+// (x - fmod(x, y)) / y is exact; one less where the remainder's sign is not
+// the divisor's, floored, and rounded up when just below an integer.
+#define DLB_FLOAT_DIVISION(CT, FMOD, FLOOR, TRUNC, COPYSIGN)                                   \
+    __device__ __forceinline__ CT op_fmod(CT x, CT y) { return FMOD(x, y); }                 \
+    __device__ __forceinline__ CT op_div_trunc(CT x, CT y) { return TRUNC(x / y); }          \
+    __device__ __forceinline__ CT op_remainder(CT x, CT y) {                                  \
+        CT m = FMOD(x, y);                                                                    \
+        return m != 0 && (y < 0) != (m < 0) ? m + y : m;                                      \
+    }                                                                                         \
+    __device__ __forceinline__ CT op_div_floor(CT x, CT y) {                                  \
+        if (y == 0) return x / y;                                                             \
+        CT m = FMOD(x, y);                                                                    \
+        CT div = (x - m) / y;                                                                 \
+        if (m != 0 && (y < 0) != (m < 0)) div -= 1;                                           \
+        if (div == 0) return COPYSIGN((CT)0, x / y);                                          \
+        CT fl = FLOOR(div);                                                                   \
+        return div - fl > (CT)0.5 ? fl + 1 : fl;                                              \
+    }
+DLB_FLOAT_DIVISION(float, fmodf, floorf, truncf, copysignf)
+DLB_FLOAT_DIVISION(double, fmod, floor, trunc, copysign)
+#undef DLB_FLOAT_DIVISION
+
 #define DLB_BINARY_FUNCTOR(F, fn)                                                             \
     struct F {                                                                                \
         template <typename C> static __device__ __forceinline__ C go(C x, C y) { return fn(x, y); } \
@@ -103,6 +152,10 @@ DLB_BINARY_FUNCTOR(Minimum, op_minimum)
 DLB_BINARY_FUNCTOR(BitwiseAnd, op_bitwise_and)
 DLB_BINARY_FUNCTOR(BitwiseOr, op_bitwise_or)
 DLB_BINARY_FUNCTOR(BitwiseXor, op_bitwise_xor)
+DLB_BINARY_FUNCTOR(DivFloor, op_div_floor)
+DLB_BINARY_FUNCTOR(DivTrunc, op_div_trunc)
+DLB_BINARY_FUNCTOR(Remainder, op_remainder)
+DLB_BINARY_FUNCTOR(Fmod, op_fmod)
 #undef DLB_BINARY_FUNCTOR
 
 // mode: which operands are tensors.
@@ -246,10 +299,13 @@ DLB_MATH_FUNCTOR(Exp, op_exp)
 DLB_MATH_FUNCTOR(Sqrt, op_sqrt)
 DLB_MATH_FUNCTOR(Log, op_log)
 
-// Every numeric dtype: add, sub, mul, pow and abs (div only for floats).
+// Every numeric dtype: add, sub, mul, pow, abs, the rounding divisions and
+// remainders (true division only for floats).
 #define DLB_ARITH(tag, T) DLB_BINARY(add, Add, tag, T) DLB_BINARY(sub, Sub, tag, T) DLB_BINARY(mul, Mul, tag, T) \
     DLB_BINARY(pow, Pow, tag, T) DLB_ABS(tag, T) DLB_BINARY(maximum, Maximum, tag, T) \
-    DLB_BINARY(minimum, Minimum, tag, T)
+    DLB_BINARY(minimum, Minimum, tag, T) DLB_BINARY(div_floor, DivFloor, tag, T) \
+    DLB_BINARY(div_trunc, DivTrunc, tag, T) DLB_BINARY(remainder, Remainder, tag, T) \
+    DLB_BINARY(fmod, Fmod, tag, T)
 // Integer and bool dtypes only.
 #define DLB_BITWISE(tag, T) DLB_BINARY(bitwise_and, BitwiseAnd, tag, T) \
     DLB_BINARY(bitwise_or, BitwiseOr, tag, T) DLB_BINARY(bitwise_xor, BitwiseXor, tag, T) \

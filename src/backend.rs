@@ -45,6 +45,10 @@ pub enum Promotion {
     /// The promoted dtype, which must be a bool or an integer: the bitwise
     /// ops, which PyTorch has for no float or complex dtype.
     Integral,
+    /// The promoted dtype, which must be an integer or a real float: the
+    /// rounding divisions and remainders, which PyTorch has for no bool or
+    /// complex dtype.
+    Real,
 }
 
 impl Promotion {
@@ -60,21 +64,29 @@ impl Promotion {
     }
 
     /// Whether an op with this rule has a kernel for `dtype` (the dtype it
-    /// computes in): every dtype but floats and complex for `Integral`.
+    /// computes in): no float or complex dtype for `Integral`, no bool or
+    /// complex one for `Real`, every dtype otherwise.
     pub fn allows(self, dtype: crate::DType) -> bool {
         use crate::Category;
-        self != Promotion::Integral
-            || matches!(dtype.category(), Category::Bool | Category::Integral)
+        match self {
+            Promotion::Integral => matches!(dtype.category(), Category::Bool | Category::Integral),
+            Promotion::Real => matches!(dtype.category(), Category::Integral | Category::Floating),
+            Promotion::ResultType | Promotion::IntToFloat => true,
+        }
     }
 }
 
 /// Every binary op, one row each:
-/// `Variant, "name", Arith method, promotion, generated Python/C entries[, in-place method];`.
-/// The name is PyTorch's and the CUDA kernels' stem (`dlb_{name}_contig_f32`
-/// in `kernels/elementwise.cu`); the method of `cpu::arith::Arith` is the
-/// scalar function every CPU loop is monomorphized over. `generated`: the
-/// Python method `t.name(other)`, the function `dlbridge.name(a, b)` and the
-/// C entry come from the row (the older rows have hand-written operators).
+/// `Variant, "name", function, promotion, generated Python entries[, in-place method];`.
+/// The name is PyTorch's kernel's (in its errors: `"div_floor_cpu" not
+/// implemented for 'Bool'`) and the CUDA kernels' stem
+/// (`dlb_{name}_contig_f32` in `kernels/elementwise.cu`). The function is
+/// PyTorch's function (`floor_divide`; for most rows the name again): the
+/// method of `cpu::arith::Arith` every CPU loop is monomorphized over, the
+/// Rust [`Tensor`](crate::Tensor) method and the C ABI's name for the op.
+/// `generated`: the Python method `t.function(other)` and the function
+/// `dlbridge.function(a, b)` come from the row (the older rows have
+/// hand-written ones).
 /// The in-place method (`add_`), where PyTorch has one: Rust's
 /// [`Tensor`](crate::Tensor) method of that name comes from the row.
 /// Call it with a macro that takes the rows (`binary_ops!(my_macro)`).
@@ -99,6 +111,19 @@ macro_rules! binary_ops {
             BitwiseOr, "bitwise_or", bitwise_or, Integral, true, bitwise_or_;
             /// `x ^ y`, as `bitwise_and`.
             BitwiseXor, "bitwise_xor", bitwise_xor, Integral, true, bitwise_xor_;
+            /// `x // y`: the quotient rounded down (floats as PyTorch's
+            /// `div_floor`, which keeps `(x - fmod(x, y)) / y` exact); a zero
+            /// integer divisor is refused.
+            DivFloor, "div_floor", floor_divide, Real, true, floor_divide_;
+            /// The quotient rounded toward zero: `div(rounding_mode="trunc")`;
+            /// a zero integer divisor is refused.
+            DivTrunc, "div_trunc", div_trunc, Real, false;
+            /// `x % y`: the remainder with the divisor's sign, as Python's; a
+            /// zero integer divisor is refused.
+            Remainder, "remainder", remainder, Real, true, remainder_;
+            /// The remainder with the dividend's sign, as C's `fmod`; a zero
+            /// integer divisor is refused.
+            Fmod, "fmod", fmod, Real, true, fmod_;
         }
     };
 }
@@ -147,6 +172,15 @@ macro_rules! op_enum {
                 }
             }
 
+            /// PyTorch's function for the op (`"floor_divide"`; the name of
+            /// most rows): its Python function and method, Rust method and
+            /// C ABI name.
+            pub fn function(self) -> &'static str {
+                match self {
+                    $($Enum::$V => stringify!($f),)*
+                }
+            }
+
             /// How the op picks its dtype from the promoted one.
             pub fn promotion(self) -> Promotion {
                 match self {
@@ -154,7 +188,7 @@ macro_rules! op_enum {
                 }
             }
 
-            /// Whether the Python and C entry points come from the row.
+            /// Whether the Python entry points come from the row.
             pub fn generated(self) -> bool {
                 match self {
                     $($Enum::$V => $gen,)*

@@ -103,6 +103,32 @@ impl Scalar {
         Ok(())
     }
 
+    /// `self * other` as Python multiplies numbers (integers wrap past 128
+    /// bits, which no dtype holds), bools `and`ed.
+    pub(crate) fn times(self, other: Scalar) -> Scalar {
+        use Scalar::{Bool, Complex, Float, Int};
+        let int = |s: Scalar| match s {
+            Bool(b) => Some(b as i128),
+            Int(i) => Some(i),
+            _ => None,
+        };
+        let complex = |s: Scalar| match s {
+            Complex(re, im) => (re, im),
+            _ => (s.as_f64(), 0.0),
+        };
+        match (self, other) {
+            (Bool(x), Bool(y)) => Bool(x & y),
+            (Complex(..), _) | (_, Complex(..)) => {
+                let ((a, b), (c, d)) = (complex(self), complex(other));
+                Complex(a * c - b * d, a * d + b * c)
+            }
+            _ => match (int(self), int(other)) {
+                (Some(x), Some(y)) => Int(x.wrapping_mul(y)),
+                _ => Float(self.as_f64() * other.as_f64()),
+            },
+        }
+    }
+
     /// The value after a round trip through `dtype`: rounded to its
     /// precision, wrapped to its range.
     ///

@@ -8,6 +8,7 @@ namesakes, and every tensor speaks the DLPack Python protocol.
 from . import _core, cuda, return_types
 from ._core import (
     Tensor,
+    add,
     arange,
     as_tensor,
     asarray,
@@ -20,6 +21,8 @@ from ._core import (
     complex64,
     complex128,
     device,
+    div,
+    divide,
     double,
     dtype,
     empty,
@@ -53,12 +56,19 @@ from ._core import (
     int64,
     long,
     manual_seed,
+    mul,
+    multiply,
+    neg,
+    negative,
     ones,
     ones_like,
     rand,
     rand_like,
     short,
+    sub,
+    subtract,
     tensor,
+    true_divide,
     uint8,
     uint16,
     uint32,
@@ -130,6 +140,7 @@ __all__ = [
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
     "abs", "pow", "sum", "mean", "max", "min", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge",
     "as_tensor", "asarray", "all", "any", "argmax", "argmin", "squeeze",
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg", "negative",
 ]
 
 
@@ -188,6 +199,9 @@ if _TYPE_CHECKING:  # for type checkers: the methods' own signatures, the tensor
     bitwise_or = Tensor.bitwise_or
     bitwise_xor = Tensor.bitwise_xor
     bitwise_not = Tensor.bitwise_not
+    floor_divide = Tensor.floor_divide
+    remainder = Tensor.remainder
+    fmod = Tensor.fmod
 else:
     abs = _functional("abs")
     pow = _functional("pow")

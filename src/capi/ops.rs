@@ -213,7 +213,7 @@ pub unsafe extern "C" fn dlb_unary_op(
     out: *mut *mut dlb_tensor,
 ) -> dlb_status {
     guard(|| {
-        let op = row(UnaryOp::ALL, name, UnaryOp::name)?;
+        let op = row(UnaryOp::ALL, name, UnaryOp::function)?;
         let x = handle(a, "a")?;
         need_out(out)?;
         put(out, ops::unary(x, op).map_err(core)?);
@@ -222,9 +222,11 @@ pub unsafe extern "C" fn dlb_unary_op(
 }
 
 /// `name(a, b)` as a new tensor for any binary op of dlbridge's table, by
-/// its PyTorch name (`"maximum"`, `"add"`, ...), with broadcasting and
-/// PyTorch's promotion. Errors as `dlb_unary_op`, plus those of
-/// `dlb_binary`. Thread-safe.
+/// its PyTorch function name (`"maximum"`, `"add"`, `"floor_divide"`,
+/// `"remainder"`, `"fmod"`; `"div_trunc"` is `div` rounding toward zero),
+/// with broadcasting and PyTorch's promotion. Errors as `dlb_unary_op`, plus
+/// those of `dlb_binary` and `DLB_ERR_INVALID_OPERATION` for a zero integer
+/// divisor of the rounding divisions and remainders. Thread-safe.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlb_binary_op(
     name: *const c_char,
@@ -233,7 +235,7 @@ pub unsafe extern "C" fn dlb_binary_op(
     out: *mut *mut dlb_tensor,
 ) -> dlb_status {
     guard(|| {
-        let op = row(BinaryOp::ALL, name, BinaryOp::name)?;
+        let op = row(BinaryOp::ALL, name, BinaryOp::function)?;
         let (x, y) = (handle(a, "a")?, handle(b, "b")?);
         need_out(out)?;
         put(

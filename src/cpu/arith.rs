@@ -107,6 +107,28 @@ pub trait Arith: Element + PartialEq {
     fn bitwise_not(self) -> Self {
         unreachable!("floats have no bitwise ops")
     }
+    /// `⌊x / y⌋` (PyTorch's `div_floor`), for integers and real floats
+    /// (`Promotion::Real` refuses bools and complex numbers; the ops layer a
+    /// zero integer divisor, which gives 0 here rather than a panic).
+    #[inline(always)]
+    fn floor_divide(self, _: Self) -> Self {
+        unreachable!("bools and complex numbers have no rounding division")
+    }
+    /// `x / y` rounded toward zero, as [`floor_divide`](Self::floor_divide).
+    #[inline(always)]
+    fn div_trunc(self, _: Self) -> Self {
+        unreachable!("bools and complex numbers have no rounding division")
+    }
+    /// `x % y` with the divisor's sign (Python's), as [`floor_divide`](Self::floor_divide).
+    #[inline(always)]
+    fn remainder(self, _: Self) -> Self {
+        unreachable!("bools and complex numbers have no remainder")
+    }
+    /// `x % y` with the dividend's sign (C's `fmod`), as [`floor_divide`](Self::floor_divide).
+    #[inline(always)]
+    fn fmod(self, _: Self) -> Self {
+        unreachable!("bools and complex numbers have no remainder")
+    }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
     /// An integer as float32, to nearest (as the cast to float32 gives it),
@@ -170,10 +192,73 @@ macro_rules! int_arith {
             #[inline(always)] fn bitwise_or(self, r: Self) -> Self { self | r }
             #[inline(always)] fn bitwise_xor(self, r: Self) -> Self { self ^ r }
             #[inline(always)] fn bitwise_not(self) -> Self { !self }
+            // Wrapping (`MIN / -1` is MIN, as PyTorch), and 0 for a zero
+            // divisor, which the ops layer refuses before a loop runs.
+            #[inline(always)] fn div_trunc(self, r: Self) -> Self { if r == 0 { 0 } else { self.wrapping_div(r) } }
+            #[inline(always)] fn fmod(self, r: Self) -> Self { if r == 0 { 0 } else { self.wrapping_rem(r) } }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn floor_divide(self, r: Self) -> Self {
+                let (q, m) = (self.div_trunc(r), self.fmod(r));
+                if m != 0 && (m < 0) != (r < 0) { q.wrapping_sub(1) } else { q }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn remainder(self, r: Self) -> Self {
+                let m = self.fmod(r);
+                if m != 0 && (m < 0) != (r < 0) { m.wrapping_add(r) } else { m }
+            }
         }
     )*};
 }
 int_arith!(u8, i8, i16, i32, i64, u16, u32, u64);
+
+/// The rounding divisions and remainders of a float compute type, as
+/// PyTorch's `c10::div_floor_floating` and remainder kernel write them.
+trait FloatDivision: Copy {
+    fn floor_divide(self, r: Self) -> Self;
+    fn div_trunc(self, r: Self) -> Self;
+    fn remainder(self, r: Self) -> Self;
+}
+
+macro_rules! float_division {
+    ($($t:ty),*) => {$(
+        impl FloatDivision for $t {
+            /// `(x - fmod(x, y)) / y` is exact; one less where the remainder's
+            /// sign is not the divisor's, then floored, and rounded up when
+            /// the exact quotient was just below an integer. IEEE's `x / y`
+            /// for a zero divisor, a zero with the quotient's sign for a zero
+            /// quotient.
+            #[inline(always)]
+            fn floor_divide(self, r: $t) -> $t {
+                if r == 0.0 {
+                    return self / r;
+                }
+                let m = self % r;
+                let mut div = (self - m) / r;
+                if m != 0.0 && (r < 0.0) != (m < 0.0) {
+                    div -= 1.0;
+                }
+                if div == 0.0 {
+                    return (0.0 as $t).copysign(self / r);
+                }
+                let floor = div.floor();
+                if div - floor > 0.5 { floor + 1.0 } else { floor }
+            }
+            #[inline(always)]
+            fn div_trunc(self, r: $t) -> $t {
+                (self / r).trunc()
+            }
+            /// `fmod(x, y)`, plus `y` where the signs differ.
+            #[inline(always)]
+            fn remainder(self, r: $t) -> $t {
+                let m = self % r;
+                if m != 0.0 && (r < 0.0) != (m < 0.0) { m + r } else { m }
+            }
+        }
+    )*};
+}
+float_division!(f32, f64);
 
 /// Floats: `pow` and `abs` are given per type, because float16 and bfloat16
 /// compute `pow` in float32 and round once, as PyTorch does.
@@ -212,6 +297,22 @@ macro_rules! float_arith {
                 <Self as Arith>::narrow(if a.is_nan() || b.is_nan() { a + b } else if a < b { a } else { b })
             }
             #[inline(always)] fn is_nan(self) -> bool { <$t>::is_nan(self) }
+            #[inline(always)]
+            fn floor_divide(self, r: Self) -> Self {
+                <Self as Arith>::narrow(FloatDivision::floor_divide(Arith::widen(self), Arith::widen(r)))
+            }
+            #[inline(always)]
+            fn div_trunc(self, r: Self) -> Self {
+                <Self as Arith>::narrow(FloatDivision::div_trunc(Arith::widen(self), Arith::widen(r)))
+            }
+            #[inline(always)]
+            fn remainder(self, r: Self) -> Self {
+                <Self as Arith>::narrow(FloatDivision::remainder(Arith::widen(self), Arith::widen(r)))
+            }
+            #[inline(always)]
+            fn fmod(self, r: Self) -> Self {
+                <Self as Arith>::narrow(Arith::widen(self) % Arith::widen(r))
+            }
         }
     )*};
 }

@@ -15,7 +15,7 @@ fn is_bool(op: &Operand) -> bool {
 }
 
 /// PyTorch refuses subtraction whenever an operand is bool.
-fn check_bool_op(op: BinaryOp, a: &Operand, b: &Operand) -> Result<()> {
+pub(super) fn check_bool_op(op: BinaryOp, a: &Operand, b: &Operand) -> Result<()> {
     if op != BinaryOp::Sub {
         return Ok(());
     }
@@ -55,6 +55,30 @@ fn check_integer_power(op: BinaryOp, dtype: DType, exponent: &Operand) -> Result
     Ok(())
 }
 
+/// The ops that refuse a zero integer divisor (PyTorch's CPU kernels raise
+/// `ZeroDivisionError`; its CUDA ones leave garbage): checked before any
+/// element is written, so an in-place op leaves its tensor whole.
+fn check_divisor(op: BinaryOp, dtype: DType, divisor: &Operand) -> Result<()> {
+    let rounding = matches!(
+        op,
+        BinaryOp::DivFloor | BinaryOp::DivTrunc | BinaryOp::Remainder | BinaryOp::Fmod
+    );
+    if !rounding || dtype.category() != Category::Integral {
+        return Ok(());
+    }
+    let zero = match divisor {
+        Operand::Scalar(s) => s.rounded_to(dtype) == Scalar::Int(0),
+        // Promotion only widens an integer, so a zero stays the only zero.
+        Operand::Tensor(_) => compare(*divisor, Scalar::Int(0).into(), CompareOp::Eq)?
+            .to_vec::<bool>()?
+            .contains(&true),
+    };
+    if zero {
+        bail!(InvalidOperation, "ZeroDivisionError");
+    }
+    Ok(())
+}
+
 /// [`check_computable`] for an op of the tables, which also refuses the
 /// dtypes its promotion rule excludes, with PyTorch's error
 /// (`"bitwise_and_cpu" not implemented for 'Float'`).
@@ -76,14 +100,22 @@ fn compute_dtype(op: BinaryOp, promoted: DType) -> DType {
     op.promotion().apply(promoted)
 }
 
-/// A Python number as the backend gets it: for `+` and `-` (either side)
-/// and on the left of `/` it is first rounded to the op's dtype (PyTorch's
-/// add/sub kernels read the number cast to the common dtype, and `rdiv`
-/// wraps it in a tensor of that dtype: `half_x + 0.1` adds float16(0.1));
+/// A Python number as the backend gets it: for `+`, `-`, `//`, `%`, `fmod`
+/// (either side) and on the left of `/` it is first rounded to the op's
+/// dtype (PyTorch's kernels read the number cast to the common dtype, and
+/// `rdiv` wraps it in a tensor of that dtype: `half_x + 0.1` adds float16(0.1));
 /// elsewhere it keeps its full precision and meets the tensor in the dtype's
 /// compute type (see [`Rhs::Scalar`]).
 fn number(value: Scalar, dtype: DType, op: BinaryOp, left: bool) -> Rhs<'static> {
-    let rounded = matches!(op, BinaryOp::Add | BinaryOp::Sub) || (left && op == BinaryOp::Div);
+    let rounded = matches!(
+        op,
+        BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::DivFloor
+            | BinaryOp::DivTrunc
+            | BinaryOp::Remainder
+            | BinaryOp::Fmod
+    ) || (left && op == BinaryOp::Div);
     let value = if rounded {
         value.rounded_to(dtype)
     } else {
@@ -110,6 +142,7 @@ pub fn binary(a: Operand, b: Operand, op: BinaryOp) -> Result<Tensor> {
     check_op(op.name(), op.promotion(), dtype, device)?;
     check_bool_op(op, &a, &b)?;
     check_integer_power(op, dtype, &b)?;
+    check_divisor(op, dtype, &b)?;
     if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && dtype.is_complex() {
         bail!(
             WrongType,
@@ -315,6 +348,7 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
     check_writes_back(dtype, dst)?;
     check_bool_op(op, &Operand::Tensor(dst), &b)?;
     check_integer_power(op, dtype, &b)?;
+    check_divisor(op, dtype, &b)?;
     if let Operand::Tensor(t) = b {
         let shape = broadcast_shapes(dst.shape(), t.shape())?;
         if shape != dst.shape() {
@@ -357,6 +391,21 @@ pub fn binary_(dst: &Tensor, b: Operand, op: BinaryOp) -> Result<()> {
 /// # Ok::<(), dlbridge::Error>(())
 /// ```
 pub fn neg(a: &Tensor) -> Result<Tensor> {
+    check_negatable(a)?;
+    let out = Tensor::empty_for_elementwise(a.shape(), &[a], false, a.dtype(), a.device())?;
+    backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
+    Ok(out)
+}
+
+/// `a = -a`, in a's memory (PyTorch's `neg_`), refused for bool as [`neg`].
+pub fn neg_(a: &Tensor) -> Result<()> {
+    check_negatable(a)?;
+    a.ensure_writable()?;
+    backend::of(a.device()).unary(a, a, UnaryOp::Neg)
+}
+
+/// PyTorch's refusals of `-a`: bool, and the storage-only dtypes.
+fn check_negatable(a: &Tensor) -> Result<()> {
     if a.dtype() == DType::Bool {
         bail!(
             NotImplemented,
@@ -364,10 +413,7 @@ pub fn neg(a: &Tensor) -> Result<Tensor> {
              a mask, use the `~` or `logical_not()` operator instead."
         );
     }
-    check_computable("neg", a.dtype(), a.device())?;
-    let out = Tensor::empty_for_elementwise(a.shape(), &[a], false, a.dtype(), a.device())?;
-    backend::of(a.device()).unary(&out, a, UnaryOp::Neg)?;
-    Ok(out)
+    check_computable("neg", a.dtype(), a.device())
 }
 
 /// `|a|`: the magnitude, a real tensor for complex input; refused for bool.

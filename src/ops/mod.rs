@@ -4,7 +4,9 @@
 //! `backend::of(device)`; nothing here branches on the device.
 //!
 //! - `mod.rs`: operands, `result_type`, where an op runs;
-//! - `arith.rs`: arithmetic, powers, comparisons, `neg`, `abs`;
+//! - `arith.rs`: arithmetic, powers, comparisons, `neg`, `abs`, the zero
+//!   divisor check of the rounding divisions and remainders;
+//! - `scaled.rs`: `add`/`sub` with PyTorch's `alpha=`;
 //! - `blocks.rs`: ops whose operands are cast a block of the output at a time;
 //! - `reduce.rs`: `sum`, `mean`, `max`, `min`, `amax`, `amin`;
 //! - `range.rs`: `arange`, `eye`;
@@ -31,12 +33,14 @@ mod derived;
 mod index;
 mod range;
 mod reduce;
+mod scaled;
 
-pub use arith::{abs, binary, binary_, compare, neg, unary, unary_};
+pub use arith::{abs, binary, binary_, compare, neg, neg_, unary, unary_};
 pub use derived::{all, any, argmax, argmin, conj_physical};
 pub use index::{AdvancedIndex, index_gather, index_put};
 pub use range::{arange, eye};
 pub use reduce::{Reduced, amax, amin, max, max_dim, mean, min, min_dim, sum};
+pub use scaled::{binary_scaled, binary_scaled_};
 
 use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 

@@ -124,6 +124,57 @@ pub(crate) fn named_inplace<'py>(
     Ok(slf.clone())
 }
 
+/// `f(self, other)` (`f(other, self)` when `reflected`) for a named op
+/// (`t.add(other, alpha=2)`, `dlbridge.sub(2, t)`): as [`binary`], but an
+/// operand dlbridge does not know is PyTorch's `TypeError` for argument
+/// `other` at `position`, not NotImplemented.
+pub(crate) fn named(
+    this: &PyTensor,
+    py: Python<'_>,
+    other: &Bound<'_, PyAny>,
+    (name, position): (&str, usize),
+    reflected: bool,
+    f: impl FnOnce(Operand, Operand) -> crate::Result<Tensor> + Send,
+) -> PyResult<PyTensor> {
+    let r = known(other, name, position)?;
+    let rg = matches!(r, Rhs::Tensor(_, true));
+    let out = apply(py, &this.inner, &r, reflected, f);
+    Ok(PyTensor::with_grad(out.py()?, this.requires_grad() || rg))
+}
+
+/// `f(self, other)` written into self (`t.add_(other, alpha=2)`), as [`named`].
+pub(crate) fn named_<'py>(
+    slf: &Bound<'py, PyTensor>,
+    other: &Bound<'py, PyAny>,
+    name: &str,
+    f: impl FnOnce(&Tensor, Operand) -> crate::Result<()> + Send,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let this = slf.get();
+    this.check_inplace()?;
+    let r = known(other, name, 1)?;
+    let dst = &this.inner;
+    let b = match &r {
+        Rhs::Tensor(b, _) => Operand::Tensor(b),
+        Rhs::Scalar(s) => Operand::Scalar(*s),
+    };
+    maybe_detach(slf.py(), dst.numel(), || f(dst, b)).py()?;
+    Ok(slf.clone())
+}
+
+/// `other` as an operand, or PyTorch's `TypeError` for argument `other`.
+fn known(other: &Bound<'_, PyAny>, name: &str, position: usize) -> PyResult<Rhs> {
+    match rhs(other)? {
+        Some(r) => Ok(r),
+        None => {
+            refuse_foreign(other, name, false)?;
+            Err(PyTypeError::new_err(format!(
+                "{name}(): argument 'other' (position {position}) must be Tensor, not {}",
+                type_name(other)
+            )))
+        }
+    }
+}
+
 /// `copy_(src)`: copies `src` (broadcast and cast) into this tensor's memory.
 pub(crate) fn copy_<'py>(
     slf: &Bound<'py, PyTensor>,
@@ -219,8 +270,8 @@ pub(crate) fn _generated_ops() -> Vec<(&'static str, &'static str)> {
     let unary = UnaryOp::ALL.iter().filter(|op| op.generated());
     let binary = BinaryOp::ALL.iter().filter(|op| op.generated());
     unary
-        .map(|op| (op.name(), "unary"))
-        .chain(binary.map(|op| (op.name(), "binary")))
+        .map(|op| (op.function(), "unary"))
+        .chain(binary.map(|op| (op.function(), "binary")))
         .collect()
 }
 
@@ -241,18 +292,24 @@ pub(crate) fn unary_inplace<'py>(
 }
 
 /// `t.name(other)` for a binary op that takes only a tensor `other`
-/// (`maximum`, and `max(other)`), or also a number (the bitwise ops).
+/// (`maximum`, and `max(other)`), or also a number (the bitwise ops, the
+/// rounding divisions and remainders).
 pub(crate) fn binary_named(
     this: &PyTensor,
     py: Python<'_>,
     op: BinaryOp,
     other: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let name = op.name();
+    let name = op.function();
     let r = match rhs(other)? {
         Some(r @ Rhs::Tensor(..)) => r,
-        // torch's bitwise ops take a number too (`bitwise_and(t, 1)`).
-        Some(r @ Rhs::Scalar(_)) if op.promotion() == Promotion::Integral => r,
+        // torch's bitwise ops, rounding divisions and remainders take a
+        // number too (`bitwise_and(t, 1)`, `remainder(t, 2)`).
+        Some(r @ Rhs::Scalar(_))
+            if matches!(op.promotion(), Promotion::Integral | Promotion::Real) =>
+        {
+            r
+        }
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "{name}(): argument 'other' (position 1) must be Tensor, not {}",

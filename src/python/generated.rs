@@ -16,7 +16,10 @@ use std::ffi::CStr;
 
 /// `input` as a tensor, or PyTorch's error for a functional form given
 /// something else.
-fn tensor<'a, 'py>(name: &str, input: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyTensor>> {
+pub(super) fn tensor<'a, 'py>(
+    name: &str,
+    input: &'a Bound<'py, PyAny>,
+) -> PyResult<&'a Bound<'py, PyTensor>> {
     input.cast::<PyTensor>().map_err(|_| {
         PyTypeError::new_err(format!(
             "{name}(): argument 'input' (position 1) must be Tensor, not {}",
@@ -26,14 +29,17 @@ fn tensor<'a, 'py>(name: &str, input: &'a Bound<'py, PyAny>) -> PyResult<&'a Bou
 }
 
 /// The instance a method descriptor was called on.
-fn this<'a, 'py>(py: Python<'py>, slf: *mut ffi::PyObject) -> Borrowed<'a, 'py, PyTensor> {
+pub(super) fn this<'a, 'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+) -> Borrowed<'a, 'py, PyTensor> {
     // SAFETY: the descriptor (installed on Tensor) checked that `slf` is a
     // live Tensor before calling.
     unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>() }
 }
 
 /// `s` (a literal ending in its only NUL) as a C string, at compile time.
-const fn cstr(s: &'static str) -> &'static CStr {
+pub(super) const fn cstr(s: &'static str) -> &'static CStr {
     match CStr::from_bytes_with_nul(s.as_bytes()) {
         Ok(c) => c,
         Err(_) => panic!("one NUL, at the end"),
@@ -41,9 +47,14 @@ const fn cstr(s: &'static str) -> &'static CStr {
 }
 
 /// One fast entry point `$S` named `$name` with the signature `$sig` and
-/// the docstring `$doc`; its positional parameters `$p` may be named.
+/// the docstring `$doc`; its positional parameters `$p` may be named, its
+/// keyword-only ones are `$k`.
 macro_rules! entry {
     ($S:ident, $name:expr, $sig:expr, $doc:expr, [$($p:literal),*],
+     |$py:ident, $slf:ident, $args:ident| $body:expr) => {
+        entry!($S, $name, $sig, $doc, [$($p),*], [], |$py, $slf, $args| $body);
+    };
+    ($S:ident, $name:expr, $sig:expr, $doc:expr, [$($p:literal),*], [$($k:literal),*],
      |$py:ident, $slf:ident, $args:ident| $body:expr) => {
         pub(super) struct $S;
 
@@ -52,7 +63,7 @@ macro_rules! entry {
             const DOC: &'static CStr = cstr(concat!($sig, "\n--\n\n", $doc, "\0"));
             const POSITIONAL: &'static [&'static str] = &[$($p),*];
             const NAMED: bool = true;
-            const KEYWORDS: &'static [&'static str] = &[];
+            const KEYWORDS: &'static [&'static str] = &[$($k),*];
 
             fastcall::cells!();
 
@@ -62,37 +73,39 @@ macro_rules! entry {
         }
     };
 }
+pub(super) use entry;
 
-/// A generated row's entry points, in a module named after its scalar
-/// function (`exp::Function`, `exp::Method`, `exp::InPlace`); none for
-/// the other rows.
+/// A generated row's entry points, named after its function (PyTorch's;
+/// the row's name is its kernel's: `div_floor` for `floor_divide`), in a
+/// module of that name (`exp::Function`, `exp::Method`, `exp::InPlace`);
+/// none for the other rows.
 macro_rules! entries {
     (true, binary, $V:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
         mod $f {
             use crate::python::generated::*;
             entry!(
                 Function,
-                $name,
-                concat!($name, "(input, other)"),
+                stringify!($f),
+                concat!(stringify!($f), "(input, other)"),
                 concat!(
                     "`dlbridge.",
-                    $name,
+                    stringify!($f),
                     "(input, other)`, as `torch.",
-                    $name,
+                    stringify!($f),
                     "`."
                 ),
                 ["input", "other"],
                 |py, _slf, args| {
-                    let t = tensor($name, &args.positional[0])?;
+                    let t = tensor(stringify!($f), &args.positional[0])?;
                     let out = binary_named(t.get(), py, crate::BinaryOp::$V, &args.positional[1])?;
                     Ok(Py::new(py, out)?.into_any())
                 }
             );
             entry!(
                 Method,
-                $name,
-                concat!($name, "($self, other)"),
-                concat!("`t.", $name, "(other)`, as `torch.Tensor.", $name, "`."),
+                stringify!($f),
+                concat!(stringify!($f), "($self, other)"),
+                concat!("`t.", stringify!($f), "(other)`, as `torch.Tensor.", stringify!($f), "`."),
                 ["other"],
                 |py, slf, args| {
                     let out = binary_named(
@@ -108,7 +121,7 @@ macro_rules! entries {
                 InPlace,
                 stringify!($ip),
                 concat!(stringify!($ip), "($self, other)"),
-                concat!("`t.", stringify!($ip), "(other)`: `", $name, "` in place, as torch's."),
+                concat!("`t.", stringify!($ip), "(other)`: `", stringify!($f), "` in place, as torch's."),
                 ["other"],
                 |py, slf, args| {
                     let t = named_inplace(&this(py, slf), &args.positional[0], crate::BinaryOp::$V)?;
@@ -122,20 +135,20 @@ macro_rules! entries {
             use crate::python::generated::*;
             entry!(
                 Function,
-                $name,
-                concat!($name, "(input)"),
-                concat!("`dlbridge.", $name, "(input)`, as `torch.", $name, "`."),
+                stringify!($f),
+                concat!(stringify!($f), "(input)"),
+                concat!("`dlbridge.", stringify!($f), "(input)`, as `torch.", stringify!($f), "`."),
                 ["input"],
                 |py, _slf, args| {
-                    let t = tensor($name, &args.positional[0])?;
+                    let t = tensor(stringify!($f), &args.positional[0])?;
                     Ok(Py::new(py, unary_op(t.get(), py, crate::UnaryOp::$V)?)?.into_any())
                 }
             );
             entry!(
                 Method,
-                $name,
-                concat!($name, "($self)"),
-                concat!("`t.", $name, "()`, as `torch.Tensor.", $name, "`."),
+                stringify!($f),
+                concat!(stringify!($f), "($self)"),
+                concat!("`t.", stringify!($f), "()`, as `torch.Tensor.", stringify!($f), "`."),
                 [],
                 |py, slf, _args| {
                     Ok(
@@ -146,15 +159,15 @@ macro_rules! entries {
             );
             entry!(
                 InPlace,
-                concat!($name, "_"),
-                concat!($name, "_($self)"),
+                concat!(stringify!($f), "_"),
+                concat!(stringify!($f), "_($self)"),
                 concat!(
                     "`t.",
-                    $name,
+                    stringify!($f),
                     "_()`: `",
-                    $name,
+                    stringify!($f),
                     "` in place, as `torch.Tensor.",
-                    $name,
+                    stringify!($f),
                     "_`."
                 ),
                 [],
@@ -174,8 +187,8 @@ macro_rules! entries {
 macro_rules! register {
     (true, binary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
         let ty = $m.py().get_type::<PyTensor>();
-        fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
-        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
+        fastcall::add_function::<$f::Function>($m, const { cstr(concat!(stringify!($f), "\0")) })?;
+        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!(stringify!($f), "\0")) })?;
         $(fastcall::install_method::<$f::InPlace>(
             &ty,
             const { cstr(concat!(stringify!($ip), "\0")) },
@@ -183,9 +196,9 @@ macro_rules! register {
     };
     (true, unary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
         let ty = $m.py().get_type::<PyTensor>();
-        fastcall::add_function::<$f::Function>($m, const { cstr(concat!($name, "\0")) })?;
-        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
-        fastcall::install_method::<$f::InPlace>(&ty, const { cstr(concat!($name, "_\0")) })?;
+        fastcall::add_function::<$f::Function>($m, const { cstr(concat!(stringify!($f), "\0")) })?;
+        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!(stringify!($f), "\0")) })?;
+        fastcall::install_method::<$f::InPlace>(&ty, const { cstr(concat!(stringify!($f), "_\0")) })?;
     };
     (false, $kind:ident, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {};
 }
@@ -211,8 +224,9 @@ macro_rules! unary_functions {
 crate::binary_ops!(binary_functions);
 crate::unary_ops!(unary_functions);
 
-/// The operators of the bitwise rows, as methods CPython makes `Tensor`'s
-/// number slots from: `&`, `|`, `^` (reflected and in place too) and `~`.
+/// The operators of the bitwise, floor division and remainder rows, as
+/// methods CPython makes `Tensor`'s number slots from: `&`, `|`, `^`, `//`,
+/// `%` (reflected and in place too) and `~`.
 macro_rules! operators {
     ($($m:ident: $V:ident, $sym:literal, $name:literal, $rname:literal, $iname:literal;)*) => {
         $(mod $m {
@@ -248,6 +262,8 @@ operators! {
     and: BitwiseAnd, "&", "__and__", "__rand__", "__iand__";
     or: BitwiseOr, "|", "__or__", "__ror__", "__ior__";
     xor: BitwiseXor, "^", "__xor__", "__rxor__", "__ixor__";
+    floordiv: DivFloor, "//", "__floordiv__", "__rfloordiv__", "__ifloordiv__";
+    rem: Remainder, "%", "__mod__", "__rmod__", "__imod__";
 }
 
 entry!(

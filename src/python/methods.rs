@@ -306,22 +306,6 @@ impl PyTensor {
         arith::zero_(slf)
     }
 
-    fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        arith::named_inplace(slf, other, BinaryOp::Add)
-    }
-
-    fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        arith::named_inplace(slf, other, BinaryOp::Sub)
-    }
-
-    fn mul_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        arith::named_inplace(slf, other, BinaryOp::Mul)
-    }
-
-    fn div_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        arith::named_inplace(slf, other, BinaryOp::Div)
-    }
-
     fn __iadd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         arith::binary_inplace(self, py, other, BinaryOp::Add)
     }
@@ -372,27 +356,7 @@ impl PyTensor {
         arith::binary(self, py, other, BinaryOp::Div, true)
     }
 
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        arith::binary(self, py, other, BinaryOp::Add, false)
-    }
-
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        arith::binary(self, py, other, BinaryOp::Sub, false)
-    }
-
-    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        arith::binary(self, py, other, BinaryOp::Mul, false)
-    }
-
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        arith::binary(self, py, other, BinaryOp::Div, false)
-    }
-
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        arith::neg(self, py)
-    }
-
-    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
         arith::neg(self, py)
     }
 

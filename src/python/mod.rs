@@ -87,6 +87,7 @@ mod fastcall;
 mod generated;
 mod index;
 mod methods;
+mod named;
 mod nested;
 mod numpy;
 #[doc(hidden)] // the Python package's module, for python/'s extension crate and fuzz/

@@ -33,6 +33,7 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(super::arith::_generated_ops, m)?)?;
     super::generated::register(m)?;
+    super::named::register(m)?;
     Ok(())
 }
 

@@ -2154,6 +2154,28 @@ static void test_ops_by_name(void) {
   CHECK_ERR(dlb_binary_op("bitwise_and", i32, b, &out), DLB_ERR_INVALID_OPERATION);
   CHECK_MSG("\"bitwise_and_cpu\" not implemented for 'Double'");
   CHECK(out == SENTINEL);
+  /* The rounding divisions and remainders, by PyTorch's function names; a zero
+     integer divisor is refused before anything is computed. */
+  out = SENTINEL;
+  CHECK_OK(dlb_binary_op("floor_divide", i32, b, &out));
+  CHECK(same_dtype(dtype_of(out), F64));
+  dlb_free(out);
+  dlb_tensor *zeros = NULL;
+  CHECK_OK(dlb_binary_op("bitwise_xor", i32, i32, &zeros));
+  out = SENTINEL;
+  CHECK_OK(dlb_binary_op("remainder", zeros, i32, &out));
+  CHECK(same_dtype(dtype_of(out), I32));
+  {
+    double want[3] = {0, 0, 0};
+    CHECK(values_are(out, want, 3));
+  }
+  dlb_free(out);
+  out = SENTINEL;
+  CHECK_ERR(dlb_binary_op("fmod", i32, zeros, &out), DLB_ERR_INVALID_OPERATION);
+  CHECK_MSG("ZeroDivisionError");
+  CHECK(out == SENTINEL);
+  CHECK_ERR(dlb_binary_op("div_floor", i32, i32, &out), DLB_ERR_INVALID_ARGUMENT); /* the kernel's name, not the op's */
+  dlb_free(zeros);
   CHECK_ERR(dlb_unary_op("no_such_op", i32, &out), DLB_ERR_INVALID_ARGUMENT);
   CHECK_MSG("no elementwise op named");
   CHECK_ERR(dlb_binary_op("exp", i32, b, &out), DLB_ERR_INVALID_ARGUMENT);

@@ -129,6 +129,8 @@ def random_array(tag, n, rng, low=None, high=None, nonzero=False):
     lo = info.min if low is None else low
     hi = info.max if high is None else high
     a = rng.integers(lo, hi, n, dtype=np.int64 if dt != np.uint64 else np.uint64, endpoint=True)
+    if nonzero:
+        a[a == 0] = 1
     return a.astype(dt)
 
 
@@ -137,8 +139,20 @@ def reference(op, x, y):
     if x.dtype == np.bool_:
         return {"add": np.logical_or, "mul": np.logical_and, **MINMAX_BOOL, **BITWISE}[op](x, y)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if op in ROUNDING:
+            # float16 and bfloat16 compute in float32 and round once, as the kernels.
+            wide = np.float32 if x.dtype in (np.float16, ml_dtypes.bfloat16) else x.dtype
+            return ROUNDING[op](x.astype(wide), y.astype(wide)).astype(x.dtype)
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
                 **MINMAX, **BITWISE}[op](x, y).astype(x.dtype)
+
+
+def trunc_divide(x, y):
+    """Division rounded toward zero: floats' trunc(x / y); integers exactly
+    (x - fmod(x, y) is a multiple of y, nearer zero than x), wrapping MIN / -1."""
+    if x.dtype.kind == "f":
+        return np.trunc(x / y)
+    return np.floor_divide(x - np.fmod(x, y), y)
 
 
 # The generated binary rows of src/backend.rs with a kernel: NumPy's function (NaN wins, as torch's).
@@ -146,12 +160,14 @@ MINMAX = {"maximum": np.maximum, "minimum": np.minimum}
 MINMAX_BOOL = {"maximum": np.logical_or, "minimum": np.logical_and}
 # The bitwise rows: integers and bools only.
 BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
+# The rounding divisions and remainders: integers and floats (kernel stems, as the rows name them).
+ROUNDING = {"div_floor": np.floor_divide, "div_trunc": trunc_divide, "remainder": np.remainder, "fmod": np.fmod}
 
 
 def ops_for(tag):
     if tag == "b8":
         return ["add", "mul", *MINMAX, *BITWISE]
-    return ["add", "sub", "mul", *MINMAX] + (["div"] if tag in FLOATS else [*BITWISE])
+    return ["add", "sub", "mul", *MINMAX, *ROUNDING] + (["div"] if tag in FLOATS else [*BITWISE])
 
 
 BINARY_CASES = [(tag, op) for tag in TAGS for op in ops_for(tag)]
@@ -168,7 +184,7 @@ def assert_same(got, want):
 @pytest.mark.parametrize("n", [1, 7, 17, 1003])
 def test_binary_contiguous_tensors_and_scalars(lib, tag, op, n):
     rng = np.random.default_rng([n, len(tag), len(op)])
-    a = random_array(tag, n, rng)
+    a = random_array(tag, n, rng, nonzero=op in ROUNDING)  # a divisor too, with a number on the left
     b = random_array(tag, n, rng, nonzero=True)
     s = random_array(tag, 1, rng, nonzero=True)[0]
     name = f"dlb_{op}_contig_{tag}"
@@ -191,6 +207,47 @@ def test_minmax_kernels_let_nan_win_from_either_side(lib, op, tag):
     args = [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)]
     run(lib["elementwise"], f"dlb_{op}_contig_{tag}", args)
     assert_same(out, MINMAX[op](a, b))
+
+
+# PyTorch's results (2.x, CPU) for x // y, x % y, fmod and trunc division at
+# the floats' edges: a zero divisor, NaN, infinity, a negative zero.
+FLOAT_EDGES_X = [7.5, -7.5, 7.5, -7.5, 1.0, np.nan, np.inf, -0.0, 1e30, -5.0]
+FLOAT_EDGES_Y = [2.0, 2.0, -2.0, -2.0, 0.0, 1.0, 2.0, 3.0, np.inf, np.inf]
+FLOAT_EDGES = {
+    "div_floor": [3.0, -4.0, -4.0, 3.0, np.inf, np.nan, np.nan, -0.0, 0.0, -1.0],
+    "div_trunc": [3.0, -3.0, -3.0, 3.0, np.inf, np.nan, np.inf, -0.0, 0.0, -0.0],
+    "remainder": [1.5, 0.5, -0.5, -1.5, np.nan, np.nan, np.nan, -0.0, 1e30, np.inf],
+    "fmod": [1.5, -1.5, 1.5, -1.5, np.nan, np.nan, np.nan, -0.0, 1e30, -5.0],
+}
+
+
+@pytest.mark.parametrize("op", list(ROUNDING))
+@pytest.mark.parametrize("tag", ["f32", "f64"])
+def test_rounding_kernels_at_the_float_edges(lib, op, tag):
+    a = np.array(FLOAT_EDGES_X, dtype=TAGS[tag])
+    b = np.array(FLOAT_EDGES_Y, dtype=TAGS[tag])
+    want = np.array(FLOAT_EDGES[op], dtype=TAGS[tag])
+    out = np.zeros(a.size, dtype=TAGS[tag])
+    args = [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)]
+    run(lib["elementwise"], f"dlb_{op}_contig_{tag}", args)
+    np.testing.assert_array_equal(out, want)
+    real = ~np.isnan(want)  # the zeros' signs too (a NaN's sign means nothing)
+    np.testing.assert_array_equal(np.signbit(out[real]), np.signbit(want[real]))
+
+
+@pytest.mark.parametrize("op", list(ROUNDING))
+@pytest.mark.parametrize("tag", ["i8", "i16", "i32", "i64"])
+def test_rounding_kernels_wrap_the_most_negative_integer(lib, op, tag):
+    info = np.iinfo(TAGS[tag])
+    a = np.array([info.min, info.min, info.max, -7, 7, -7, 7, 0, info.min], dtype=TAGS[tag])
+    b = np.array([-1, 1, -1, 2, -2, -2, 2, 5, 2], dtype=TAGS[tag])
+    out = np.zeros(a.size, dtype=TAGS[tag])
+    args = [ptr(out), ptr(a), ptr(b), scalar_arg(tag, 0), ctypes.c_int(0), ctypes.c_int64(a.size), ctypes.c_int(0)]
+    run(lib["elementwise"], f"dlb_{op}_contig_{tag}", args)
+    with np.errstate(over="ignore"):
+        want = reference(op, a, b)  # MIN // -1 wraps to MIN, MIN % -1 is 0
+    assert want[0] == (info.min if op.startswith("div") else 0)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_binary_wide_path_leaves_no_tail_behind(lib):
