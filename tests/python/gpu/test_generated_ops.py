@@ -1,4 +1,5 @@
-"""The ops generated from the op tables (maximum, minimum, exp, log, sqrt, the bitwise ops) on a GPU: every
+"""The ops generated from the op tables (maximum, minimum, exp, log, sqrt, the bitwise ops, the
+rounding divisions and remainders) on a GPU: every
 real dtype, odd sizes, NaN and infinities, strided and broadcast operands, in place on a
 torch tensor's memory. The reference is the same op on the CPU (tested against torch by
 tests/python/test_unary_binary_ops.py); float results within a few ulp (CUDA's libdevice
@@ -15,6 +16,7 @@ from .conftest import EPS, REAL_NAMES, assert_on_cuda, cuda_from, rand_array, va
 UNARY = [name for name, kind in db._core._generated_ops() if kind == "unary"]
 BINARY = [name for name, kind in db._core._generated_ops() if kind == "binary"]
 FLOAT_UNARY = [name for name in UNARY if not name.startswith("bitwise_")]  # the bitwise rows take no floats
+ROUNDING = {"floor_divide", "remainder", "fmod"}  # no zero integer divisor (refused: tested apart)
 SIZES = [1, 7, 257, 40_003]
 SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5]
 TINY = {"float16": 2.0**-24, "bfloat16": 2.0**-133, "float32": 2.0**-149, "float64": 5e-324}  # smallest subnormals
@@ -70,6 +72,8 @@ def test_unary_on_the_gpu_matches_the_cpu(rng, name, dtype):
 def test_binary_on_the_gpu_matches_the_cpu(rng, name, dtype):
     for n in SIZES:
         a, b = sample(rng, dtype, n), sample(rng, dtype, n)
+        if name in ROUNDING and b.dtype.kind in "iu":
+            b[b == 0] = 3
         want, err = cpu_or_error(lambda: getattr(db, name)(db.from_numpy(a), db.from_numpy(b)))
         if err is not None:
             with pytest.raises(type(err)):
@@ -86,6 +90,8 @@ def test_binary_on_the_gpu_broadcasts_and_reads_strided_views(rng, name, dtype):
     if name.startswith("bitwise_") and dtype in ("float32", "bfloat16"):
         pytest.skip("the bitwise ops take no floats (refusal tested on the CPU and above)")
     m = rand_array(rng, dtype, (30, 40), small=True)
+    if name in ROUNDING and m.dtype.kind in "iu":
+        m[m == 0] = 3
     M, C = cuda_from(m), db.from_numpy(m)
     for view_a, view_b in [(lambda t: t, lambda t: t[0]), (lambda t: t[::2, ::2], lambda t: t[1::2, 1::2]),
                            (lambda t: t[:, :30].T, lambda t: t[:30, :30]), (lambda t: t[:, :1], lambda t: t[0])]:
@@ -124,3 +130,17 @@ def test_mixed_dtype_comparisons_and_casting_sums_on_the_gpu(rng):
         g = cuda_from(f).sum(**kw, dtype=db.float64)
         np.testing.assert_allclose(values_of(g), f.astype(np.float64).sum(axis=dims), rtol=1e-12)
         assert_on_cuda(g)
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDING))
+def test_rounding_ops_refuse_a_zero_integer_divisor_on_the_gpu(name):
+    a = db.tensor([7, -7, 5], dtype=db.int32, device="cuda")
+    b = db.tensor([2, 0, 1], dtype=db.int32, device="cuda")
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        getattr(db, name)(a, b)
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        getattr(a, name + "_")(b)
+    assert a.cpu().tolist() == [7, -7, 5]  # nothing written
+    mn = db.tensor([-2**31, -2**31], dtype=db.int32, device="cuda")
+    neg1 = db.tensor([-1, 2], dtype=db.int32, device="cuda")
+    assert getattr(db, name)(mn, neg1).cpu().tolist() == getattr(db, name)(mn.cpu(), neg1.cpu()).tolist()
