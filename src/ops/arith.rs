@@ -66,12 +66,16 @@ fn check_divisor(op: BinaryOp, dtype: DType, divisor: &Operand) -> Result<()> {
     if !rounding || dtype.category() != Category::Integral {
         return Ok(());
     }
+    // The divisor as the op reads it: a number or a zero-dim tensor wraps to
+    // the dtype (an int8 tensor // 256 divides by zero, as in PyTorch).
     let zero = match divisor {
         Operand::Scalar(s) => s.rounded_to(dtype) == Scalar::Int(0),
-        // Promotion only widens an integer, so a zero stays the only zero.
-        Operand::Tensor(_) => compare(*divisor, Scalar::Int(0).into(), CompareOp::Eq)?
-            .to_vec::<bool>()?
-            .contains(&true),
+        Operand::Tensor(t) => {
+            let t = t.to_dtype(dtype)?;
+            compare((&t).into(), Scalar::Int(0).into(), CompareOp::Eq)?
+                .to_vec::<bool>()?
+                .contains(&true)
+        }
     };
     if zero {
         bail!(InvalidOperation, "ZeroDivisionError");

@@ -203,10 +203,11 @@ def test_a_zero_integer_divisor_is_refused_before_anything_is_written(dtype, nam
         assert torch.equal(shared, a)  # nothing written
     # a number that wraps to zero in the dtype is a zero divisor too, as in torch
     if dtype == "int8":
-        with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
-            theirs(a, 256)
-        with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
-            ours(to_db(a), 256)
+        for wraps in (256, torch.tensor(256)):  # a number, a zero-dim int64 tensor
+            with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+                theirs(a, wraps)
+            with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+                ours(to_db(a), wraps if isinstance(wraps, int) else to_db(wraps))
 
 
 def test_float_zero_divisors_give_ieee_results():
