@@ -224,6 +224,14 @@ def elementwise():
                                             "torch": lambda: torch.maximum(ta, tb), "np": lambda: np.maximum(na, nb)})
             row("minimum(a, b)", dtype, n, {"db": (lambda: db.minimum(A, B)) if has(db, "minimum") else None,
                                             "torch": lambda: torch.minimum(ta, tb), "np": lambda: np.minimum(na, nb)})
+            row("a // b", dtype, n, {"db": (lambda: A // B) if has(A, "__floordiv__") else None,
+                                     "torch": lambda: ta // tb, "np": lambda: na // nb})
+            row("a % b", dtype, n, {"db": (lambda: A % B) if has(A, "__mod__") else None,
+                                    "torch": lambda: ta % tb, "np": lambda: na % nb})
+            if dtype in FLOATS:  # an optimizer's step; NumPy has no alpha: its idiom makes 2 * b
+                row("a.add_(b, alpha=2)", dtype, n, {
+                    "db": (lambda: A.add_(B, alpha=2)) if has(db, "add") else None,
+                    "torch": lambda: ta.add_(tb, alpha=2), "np": lambda: np.add(na, 2 * nb, out=na)})
             if dtype in INTS:
                 row("a & b", dtype, n, {"db": (lambda: A & B) if has(A, "__and__") else None,
                                         "torch": lambda: ta & tb, "np": lambda: na & nb})
