@@ -195,12 +195,14 @@ if _TYPE_CHECKING:  # for type checkers: the methods' own signatures, the tensor
     sqrt = Tensor.sqrt
     maximum = Tensor.maximum
     minimum = Tensor.minimum
-    bitwise_and = Tensor.bitwise_and
-    bitwise_or = Tensor.bitwise_or
-    bitwise_xor = Tensor.bitwise_xor
+    # a number may come first in these (remainder(5, t)): their own stubs, re-exported
+    from ._core import bitwise_and as bitwise_and
+    from ._core import bitwise_or as bitwise_or
+    from ._core import bitwise_xor as bitwise_xor
+    from ._core import floor_divide as floor_divide
+    from ._core import remainder as remainder
+
     bitwise_not = Tensor.bitwise_not
-    floor_divide = Tensor.floor_divide
-    remainder = Tensor.remainder
     fmod = Tensor.fmod
 else:
     abs = _functional("abs")

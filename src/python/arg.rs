@@ -127,7 +127,7 @@ pub(crate) fn rhs(ob: &Bound<'_, PyAny>) -> PyResult<Option<Rhs>> {
 // ----- from_dlpack -----
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    fastcall::add_function::<FromDlpack>(m, c"from_dlpack")
+    fastcall::add_function::<FromDlpack>(m)
 }
 
 /// `from_dlpack` as a fast entry point (see `fastcall.rs`): it is the

@@ -291,6 +291,46 @@ pub(crate) fn unary_inplace<'py>(
     Ok(slf.clone())
 }
 
+/// `input` as a tensor, or PyTorch's error for a functional form given
+/// something else.
+pub(crate) fn tensor<'a, 'py>(
+    name: &str,
+    input: &'a Bound<'py, PyAny>,
+) -> PyResult<&'a Bound<'py, PyTensor>> {
+    input.cast::<PyTensor>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{name}(): argument 'input' (position 1) must be Tensor, not {}",
+            type_name(input)
+        ))
+    })
+}
+
+/// `dlbridge.name(input, other)` for a generated binary row: a tensor
+/// first, or a number before a tensor where PyTorch has that overload
+/// (`remainder(5, t)`, `floor_divide(5, t)`, `bitwise_and(5, t)`: its
+/// `Scalar_Tensor` forms; `fmod` and `maximum` have none).
+pub(crate) fn binary_function(
+    py: Python<'_>,
+    op: BinaryOp,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let name = op.function();
+    let number_first =
+        matches!(op.promotion(), Promotion::Integral | Promotion::Real) && op != BinaryOp::Fmod;
+    if let (Err(_), Ok(t), true) = (
+        input.cast::<PyTensor>(),
+        other.cast::<PyTensor>(),
+        number_first,
+    ) && let Some(r @ Rhs::Scalar(_)) = rhs(input)?
+    {
+        let this = t.get();
+        let out = apply(py, &this.inner, &r, true, |x, y| ops::binary(x, y, op));
+        return Ok(PyTensor::with_grad(out.py()?, this.requires_grad()));
+    }
+    binary_named(tensor(name, input)?.get(), py, op, other)
+}
+
 /// `t.name(other)` for a binary op that takes only a tensor `other`
 /// (`maximum`, and `max(other)`), or also a number (the bitwise ops, the
 /// rounding divisions and remainders).

@@ -395,8 +395,12 @@ unsafe extern "C" fn trampoline<F: FastCall>(
     }
 }
 
-/// `F`'s method table entry, leaked: CPython keeps pointing at it.
-fn method_def<F: FastCall>(name: &'static std::ffi::CStr) -> *mut ffi::PyMethodDef {
+/// `F`'s method table entry, named `F::NAME`, leaked with its name:
+/// CPython keeps pointing at both (one per entry point, made once at
+/// import).
+fn method_def<F: FastCall>() -> *mut ffi::PyMethodDef {
+    // `NAME` is a literal of this crate, without NULs.
+    let name = std::ffi::CString::new(F::NAME).expect("a name without NUL");
     type Raw = unsafe extern "C" fn(
         *mut ffi::PyObject,
         *const *mut ffi::PyObject,
@@ -407,38 +411,41 @@ fn method_def<F: FastCall>(name: &'static std::ffi::CStr) -> *mut ffi::PyMethodD
     // METH_FASTCALL | METH_KEYWORDS CPython calls it with this real signature.
     let meth = unsafe { std::mem::transmute::<Raw, ffi::PyCFunction>(trampoline::<F>) };
     Box::leak(Box::new(ffi::PyMethodDef {
-        ml_name: name.as_ptr(),
+        ml_name: name.into_raw(),
         ml_meth: ffi::PyMethodDefPointer { PyCFunction: meth },
         ml_flags: METH_FASTCALL | ffi::METH_KEYWORDS,
         ml_doc: F::DOC.as_ptr(),
     }))
 }
 
-/// Installs `F` as the method `name` of `ty`.
-pub(crate) fn install_method<F: FastCall>(
-    ty: &Bound<'_, PyType>,
-    name: &'static std::ffi::CStr,
-) -> PyResult<()> {
-    let def = method_def::<F>(name);
+/// Installs `F` as the method `F::NAME` of `ty`.
+pub(crate) fn install_method<F: FastCall>(ty: &Bound<'_, PyType>) -> PyResult<()> {
+    let def = method_def::<F>();
     // SAFETY: the type object is live and `def` is 'static.
     let descr = unsafe { ffi::PyDescr_NewMethod(ty.as_ptr().cast(), def) };
     // SAFETY: PyDescr_NewMethod returns a new reference or NULL with an error set.
     let descr = unsafe { Bound::from_owned_ptr_or_err(ty.py(), descr) }?;
-    // `name` is a literal of this crate (ASCII), checked at every import.
-    ty.setattr(name.to_str().expect("ASCII name"), descr)
+    ty.setattr(F::NAME, descr)
 }
 
-/// Adds `F` as the function `name` of module `m`.
-pub(crate) fn add_function<F: FastCall>(
+/// Adds an op's three entry points: the function `F` to module `m`, the
+/// method `M` and its in-place form `I` to `Tensor`.
+pub(crate) fn add_op<F: FastCall, M: FastCall, I: FastCall>(
     m: &Bound<'_, PyModule>,
-    name: &'static std::ffi::CStr,
 ) -> PyResult<()> {
-    let def = method_def::<F>(name);
+    let ty = m.py().get_type::<super::tensor::PyTensor>();
+    add_function::<F>(m)?;
+    install_method::<M>(&ty)?;
+    install_method::<I>(&ty)
+}
+
+/// Adds `F` as the function `F::NAME` of module `m`.
+pub(crate) fn add_function<F: FastCall>(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let def = method_def::<F>();
     let module_name = m.name()?;
     // SAFETY: `def` is 'static; the module and its name are live.
     let func = unsafe { ffi::PyCFunction_NewEx(def, std::ptr::null_mut(), module_name.as_ptr()) };
     // SAFETY: PyCFunction_NewEx returns a new reference or NULL with an error set.
     let func = unsafe { Bound::from_owned_ptr_or_err(m.py(), func) }?;
-    // `name` is a literal of this crate (ASCII), checked at every import.
-    m.add(name.to_str().expect("ASCII name"), func)
+    m.add(F::NAME, func)
 }

@@ -6,27 +6,13 @@
 //! the abi3 ABI of Python 3.9, and a Python method around a native one
 //! costs a frame; either was a tenth to a sixth of a 1000-element op.
 
-use super::arith::{self, binary_named, named_inplace, unary_inplace, unary_op};
+use super::arith::{self, binary_named, named_inplace, tensor, unary_inplace, unary_op};
 use super::fastcall::{self, Args, FastCall};
 use super::tensor::PyTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::CStr;
-
-/// `input` as a tensor, or PyTorch's error for a functional form given
-/// something else.
-pub(super) fn tensor<'a, 'py>(
-    name: &str,
-    input: &'a Bound<'py, PyAny>,
-) -> PyResult<&'a Bound<'py, PyTensor>> {
-    input.cast::<PyTensor>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{name}(): argument 'input' (position 1) must be Tensor, not {}",
-            super::errors::type_name(input)
-        ))
-    })
-}
 
 /// The instance a method descriptor was called on.
 pub(super) fn this<'a, 'py>(
@@ -60,7 +46,8 @@ macro_rules! entry {
 
         impl FastCall for $S {
             const NAME: &'static str = $name;
-            const DOC: &'static CStr = cstr(concat!($sig, "\n--\n\n", $doc, "\0"));
+            const DOC: &'static ::std::ffi::CStr =
+                $crate::python::generated::cstr(concat!($sig, "\n--\n\n", $doc, "\0"));
             const POSITIONAL: &'static [&'static str] = &[$($p),*];
             const NAMED: bool = true;
             const KEYWORDS: &'static [&'static str] = &[$($k),*];
@@ -96,8 +83,8 @@ macro_rules! entries {
                 ),
                 ["input", "other"],
                 |py, _slf, args| {
-                    let t = tensor(stringify!($f), &args.positional[0])?;
-                    let out = binary_named(t.get(), py, crate::BinaryOp::$V, &args.positional[1])?;
+                    let (input, other) = (&args.positional[0], &args.positional[1]);
+                    let out = arith::binary_function(py, crate::BinaryOp::$V, input, other)?;
                     Ok(Py::new(py, out)?.into_any())
                 }
             );
@@ -185,22 +172,14 @@ macro_rules! entries {
 /// Registers a generated row's entry points: the function on the module,
 /// the methods on `Tensor`.
 macro_rules! register {
-    (true, binary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
-        let ty = $m.py().get_type::<PyTensor>();
-        fastcall::add_function::<$f::Function>($m, const { cstr(concat!(stringify!($f), "\0")) })?;
-        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!(stringify!($f), "\0")) })?;
-        $(fastcall::install_method::<$f::InPlace>(
-            &ty,
-            const { cstr(concat!(stringify!($ip), "\0")) },
-        )?;)?
+    (true, binary, $m:ident, $f:ident) => {
+        fastcall::add_function::<$f::Function>($m)?;
+        fastcall::install_method::<$f::Method>(&$m.py().get_type::<PyTensor>())?;
     };
-    (true, unary, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {
-        let ty = $m.py().get_type::<PyTensor>();
-        fastcall::add_function::<$f::Function>($m, const { cstr(concat!(stringify!($f), "\0")) })?;
-        fastcall::install_method::<$f::Method>(&ty, const { cstr(concat!(stringify!($f), "\0")) })?;
-        fastcall::install_method::<$f::InPlace>(&ty, const { cstr(concat!(stringify!($f), "_\0")) })?;
+    (true, $kind:ident, $m:ident, $f:ident $(, $ip:ident)?) => {
+        fastcall::add_op::<$f::Function, $f::Method, $f::InPlace>($m)?;
     };
-    (false, $kind:ident, $m:ident, $name:literal, $f:ident $(, $ip:ident)?) => {};
+    (false, $kind:ident, $m:ident, $f:ident $(, $ip:ident)?) => {};
 }
 
 macro_rules! functions {
@@ -209,7 +188,7 @@ macro_rules! functions {
 
         /// Adds this table's generated functions and methods.
         fn $kind(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            $(register!($gen, $kind, m, $name, $f $(, $ip)?);)*
+            $(register!($gen, $kind, m, $f $(, $ip)?);)*
             Ok(())
         }
     };
@@ -250,11 +229,11 @@ macro_rules! operators {
         fn operators(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let ty = m.py().get_type::<PyTensor>();
             $(
-                fastcall::install_method::<$m::Op>(&ty, const { cstr(concat!($name, "\0")) })?;
-                fastcall::install_method::<$m::Reflected>(&ty, const { cstr(concat!($rname, "\0")) })?;
-                fastcall::install_method::<$m::InPlace>(&ty, const { cstr(concat!($iname, "\0")) })?;
+                fastcall::install_method::<$m::Op>(&ty)?;
+                fastcall::install_method::<$m::Reflected>(&ty)?;
+                fastcall::install_method::<$m::InPlace>(&ty)?;
             )*
-            fastcall::install_method::<Invert>(&ty, c"__invert__")
+            fastcall::install_method::<Invert>(&ty)
         }
     };
 }

@@ -9,17 +9,16 @@
 //! Layer: beside `generated` (whose `entry!` it uses), above `arith`.
 
 use super::args::to_scalar;
-use super::arith;
+use super::arith::{self, tensor};
 use super::errors::{IntoPyResult, type_name};
 use super::fastcall::{self, Args, FastCall};
-use super::generated::{cstr, tensor, this};
+use super::generated::this;
 use super::tensor::{PyTensor, maybe_detach};
 use crate::ops::{self, Operand};
 use crate::{BinaryOp, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use std::ffi::CStr;
 
 /// The op a call computes and the alpha it scales `other` by: `div`'s
 /// `rounding_mode` picks another row, `add`'s and `sub`'s `alpha` scales
@@ -161,12 +160,7 @@ macro_rules! named_binary {
 
         /// Adds the named binary ops' functions and methods.
         fn binary(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            let ty = m.py().get_type::<PyTensor>();
-            $(
-                fastcall::add_function::<$m::Function>(m, const { cstr(concat!($name, "\0")) })?;
-                fastcall::install_method::<$m::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
-                fastcall::install_method::<$m::InPlace>(&ty, const { cstr(concat!($iname, "\0")) })?;
-            )*
+            $(fastcall::add_op::<$m::Function, $m::Method, $m::InPlace>(m)?;)*
             Ok(())
         }
     };
@@ -213,12 +207,7 @@ macro_rules! named_unary {
 
         /// Adds `neg` and `negative`.
         fn unary(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            let ty = m.py().get_type::<PyTensor>();
-            $(
-                fastcall::add_function::<$m::Function>(m, const { cstr(concat!($name, "\0")) })?;
-                fastcall::install_method::<$m::Method>(&ty, const { cstr(concat!($name, "\0")) })?;
-                fastcall::install_method::<$m::InPlace>(&ty, const { cstr(concat!($iname, "\0")) })?;
-            )*
+            $(fastcall::add_op::<$m::Function, $m::Method, $m::InPlace>(m)?;)*
             Ok(())
         }
     };

@@ -10,7 +10,6 @@ pub fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<super::tensor::PyTensor>()?;
     super::fastcall::install_method::<super::dlpack_export::DlpackMethod>(
         &m.py().get_type::<super::tensor::PyTensor>(),
-        c"__dlpack__",
     )?;
     m.add_class::<super::dtype::PyDType>()?;
     m.add_class::<super::device::PyDevice>()?;

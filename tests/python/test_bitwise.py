@@ -77,6 +77,8 @@ def test_numbers_on_either_side_as_torch(dtype, name):
         same(f(A, s), f(a, s))
         same(f(s, A), f(s, a))
         same(getattr(db, name)(A, s), getattr(torch, name)(a, s))
+        # The number first, as torch's Scalar_Tensor overload.
+        same(getattr(db, name)(s, A), getattr(torch, name)(s, a))
 
 
 @pytest.mark.parametrize("name", OPS)

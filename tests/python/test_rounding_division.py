@@ -145,6 +145,9 @@ def test_numbers_on_either_side_as_torch(dtype, name):
     numbers = [3, -2, 7, 2.5, -0.75, True] if dtype in FLOATS else [3, -2, 7, True, 2.5, -0.75]
     for s in numbers:
         same(ours(A, s), ref(theirs, a, s))
+        if name in ("floor_divide", "remainder"):
+            # The number first, as torch's Scalar_Tensor overloads.
+            same(getattr(db, name)(s, A), ref(getattr(torch, name), s, a))
         if name == "floor_divide":
             same(A // s, ref(operator.floordiv, a, s))
             same(s // A, ref(operator.floordiv, s, a))
@@ -242,6 +245,25 @@ def test_storage_only_dtypes_are_refused():
     t = db.zeros(3, dtype=db.float8_e4m3fn)
     with pytest.raises(NotImplementedError, match="not implemented for 'Float8_e4m3fn'"):
         t // t
+
+
+def test_a_number_first_where_torch_has_no_such_overload():
+    t = torch.tensor([1.0, 2.0])
+    for name in ["fmod", "maximum", "minimum"]:
+        with pytest.raises(TypeError):
+            getattr(torch, name)(5, t)
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
+            getattr(db, name)(5, to_db(t))
+    # Two numbers: no tensor at all.
+    with pytest.raises(TypeError, match=r"^remainder\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
+        db.remainder(5, 2)
+    with pytest.raises(TypeError):
+        torch.remainder(5, 2)
+    # A zero divisor tensor after a number is refused as torch's.
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.remainder(5, torch.tensor([0]))
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        db.floor_divide(5, db.tensor([1, 0]))
 
 
 def test_bad_rounding_modes_and_operands():

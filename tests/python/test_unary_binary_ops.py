@@ -245,10 +245,17 @@ def test_binary_entry_points_take_arguments_by_position_or_name_as_torch(name):
         same(got, want)
     for call in (lambda: f(A), lambda: f(A, B, B), lambda: f(A, B, input=A), lambda: f(A, input=A),
                  lambda: f(A, bogus=B), lambda: f(other=B), lambda: getattr(A, name)(),
-                 lambda: getattr(A, name)(B, other=B), lambda: getattr(db.Tensor, name)(3, B),
-                 lambda: f(3, B)):
+                 lambda: getattr(A, name)(B, other=B), lambda: getattr(db.Tensor, name)(3, B)):
         with pytest.raises(TypeError):
             call()
+    # A number first where torch's function takes one (bitwise_and(3, t)), refused where not (maximum).
+    try:
+        number_first = getattr(torch, name)(3, b)
+    except TypeError:
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'input' \(position 1\) must be Tensor, not int$"):
+            f(3, B)
+    else:
+        same(f(3, B), number_first)
     with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'other'"):
         f(input=A)
     with pytest.raises(TypeError, match=r"got multiple values for argument 'input'"):

@@ -97,6 +97,8 @@ def arithmetic(t: db.Tensor) -> List[db.Tensor]:
         u.amax(), u.amin(0), u.max(), u.min(),
         u.max(0).values, u.min(0, keepdim=True).indices,
         db.sum(u), db.abs(u), db.max(u),
+        u // 2, 3 % (u + 1), db.floor_divide(7, u + 1), db.remainder(u, 2.5), db.fmod(u, 2),
+        db.add(1, u, alpha=2), db.sub(u, t), u.div(2, rounding_mode="floor"),
         u.fill_(0), u.zero_(), u.copy_(t),
     ]
 
