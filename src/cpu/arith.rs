@@ -2,6 +2,7 @@
 //! half types compute in f32 and round, bool add/mul are or/and.
 
 use super::narrow::{CHUNK, ChunkIsa, NarrowSlice};
+use super::rounding::{self, FloatDivision, IntQuotient};
 use super::vmath::VMath;
 use super::vpow;
 use crate::Element;
@@ -109,7 +110,8 @@ pub trait Arith: Element + PartialEq {
     }
     /// `⌊x / y⌋` (PyTorch's `div_floor`), for integers and real floats
     /// (`Promotion::Real` refuses bools and complex numbers; the ops layer a
-    /// zero integer divisor, which gives 0 here rather than a panic).
+    /// zero integer divisor, which gives 0 or x here rather than a panic;
+    /// `rounding.rs` computes both).
     #[inline(always)]
     fn floor_divide(self, _: Self) -> Self {
         unreachable!("bools and complex numbers have no rounding division")
@@ -128,6 +130,21 @@ pub trait Arith: Element + PartialEq {
     #[inline(always)]
     fn fmod(self, _: Self) -> Self {
         unreachable!("bools and complex numbers have no remainder")
+    }
+    /// `r[i] = x[i] op y[i]` for `op` one of `DivFloor`, `Remainder`,
+    /// `Fmod` over the slices' common length: a block of the costly-kernel
+    /// loop, which float32 and float64 run in two passes
+    /// (`rounding::block`: fmod's fast path in every lane, vectorized, then
+    /// libm's where it did not apply).
+    #[inline(always)]
+    fn rounding_slice(op: BinaryOp, x: &[Self], y: &[Self], r: &mut [Self]) {
+        for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
+            *r = match op {
+                BinaryOp::DivFloor => x.floor_divide(y),
+                BinaryOp::Remainder => x.remainder(y),
+                _ => x.fmod(y),
+            };
+        }
     }
     /// `self < other`; never asked of complex numbers (they have no order).
     fn less(self, other: Self) -> bool;
@@ -172,7 +189,7 @@ macro_rules! int_pow {
 }
 
 macro_rules! int_arith {
-    ($($t:ty),*) => {$(
+    ($($t:ty $(=> $rounding:expr)?),*) => {$(
         impl Arith for $t {
             type C = Self;
             #[inline(always)] fn widen(self) -> Self { self }
@@ -192,103 +209,25 @@ macro_rules! int_arith {
             #[inline(always)] fn bitwise_or(self, r: Self) -> Self { self | r }
             #[inline(always)] fn bitwise_xor(self, r: Self) -> Self { self ^ r }
             #[inline(always)] fn bitwise_not(self) -> Self { !self }
-            // Wrapping (`MIN / -1` is MIN, as PyTorch), and 0 for a zero
-            // divisor, which the ops layer refuses before a loop runs.
-            #[inline(always)] fn div_trunc(self, r: Self) -> Self { if r == 0 { 0 } else { self.wrapping_div(r) } }
-            #[inline(always)] fn fmod(self, r: Self) -> Self { if r == 0 { 0 } else { self.wrapping_rem(r) } }
-            #[inline(always)]
-            #[allow(unused_comparisons)]
-            fn floor_divide(self, r: Self) -> Self {
-                let (q, m) = (self.div_trunc(r), self.fmod(r));
-                if m != 0 && (m < 0) != (r < 0) { q.wrapping_sub(1) } else { q }
-            }
-            #[inline(always)]
-            #[allow(unused_comparisons)]
-            fn remainder(self, r: Self) -> Self {
-                let m = self.fmod(r);
-                if m != 0 && (m < 0) != (r < 0) { m.wrapping_add(r) } else { m }
-            }
+            // Wrapping (`MIN / -1` is MIN, as PyTorch); a zero divisor, which
+            // the ops layer refuses before a loop runs, gives 0 or x.
+            #[inline(always)] fn div_trunc(self, r: Self) -> Self { self.trunc_quotient(r) }
+            #[inline(always)] fn floor_divide(self, r: Self) -> Self { self.floor_quotient(r) }
+            #[inline(always)] fn fmod(self, r: Self) -> Self { self.wrapping_sub(self.trunc_quotient(r).wrapping_mul(r)) }
+            #[inline(always)] fn remainder(self, r: Self) -> Self { self.wrapping_sub(self.floor_quotient(r).wrapping_mul(r)) }
+            $(
+                #[inline(always)]
+                fn rounding_slice(op: BinaryOp, x: &[Self], y: &[Self], r: &mut [Self]) { ($rounding)(op, x, y, r) }
+            )?
         }
     )*};
 }
-int_arith!(u8, i8, i16, i32, i64, u16, u32, u64);
-
-/// The rounding divisions and remainders of a float compute type, as
-/// PyTorch's `c10::div_floor_floating` and remainder kernel write them.
-trait FloatDivision: Copy {
-    /// C's `fmod`, exactly.
-    fn fmod(self, r: Self) -> Self;
-    fn floor_divide(self, r: Self) -> Self;
-    fn div_trunc(self, r: Self) -> Self;
-    fn remainder(self, r: Self) -> Self;
-}
-
-/// `fmod(x, y)` for float32 without libm's bit-by-bit loop (8 ns an
-/// element): in float64, `q = trunc(x / y)` is the exact truncated quotient
-/// while `|q| < 2^29` (x / y is a ratio of 24-bit integers, never within
-/// float64's rounding of an integer it is not), `q * y` is exact (29 + 24
-/// bits) and so is `x - q * y` (below |y|, at most 48 significant bits):
-/// fmod's value, which float32 holds exactly, with x's sign as fmod gives
-/// it (`fmod(-6, 3)` is -0). Infinities, NaN, a zero divisor and larger
-/// quotients take libm's `fmodf`.
-#[inline(always)]
-fn fmod_f32(x: f32, y: f32) -> f32 {
-    let (a, b) = (f64::from(x), f64::from(y));
-    let q = (a / b).trunc();
-    if q.abs() < (1u64 << 29) as f64 {
-        let r = if q == 0.0 { a } else { a - q * b };
-        return (r as f32).copysign(x);
-    }
-    x % y
-}
-
-macro_rules! float_division {
-    ($($t:ty => $fmod:expr),*) => {$(
-        impl FloatDivision for $t {
-            #[inline(always)]
-            fn fmod(self, r: $t) -> $t {
-                ($fmod)(self, r)
-            }
-            /// `(x - fmod(x, y)) / y` is exact; one less where the remainder's
-            /// sign is not the divisor's, then floored, and rounded up when
-            /// the exact quotient was just below an integer. IEEE's `x / y`
-            /// for a zero divisor, a zero with the quotient's sign for a zero
-            /// quotient.
-            #[inline(always)]
-            fn floor_divide(self, r: $t) -> $t {
-                if r == 0.0 {
-                    return self / r;
-                }
-                let m = FloatDivision::fmod(self, r);
-                let mut div = (self - m) / r;
-                if m != 0.0 && (r < 0.0) != (m < 0.0) {
-                    div -= 1.0;
-                }
-                if div == 0.0 {
-                    return (0.0 as $t).copysign(self / r);
-                }
-                let floor = div.floor();
-                if div - floor > 0.5 { floor + 1.0 } else { floor }
-            }
-            #[inline(always)]
-            fn div_trunc(self, r: $t) -> $t {
-                (self / r).trunc()
-            }
-            /// `fmod(x, y)`, plus `y` where the signs differ.
-            #[inline(always)]
-            fn remainder(self, r: $t) -> $t {
-                let m = FloatDivision::fmod(self, r);
-                if m != 0.0 && (r < 0.0) != (m < 0.0) { m + r } else { m }
-            }
-        }
-    )*};
-}
-float_division!(f32 => fmod_f32, f64 => |x: f64, y: f64| x % y);
+int_arith!(u8, i8, i16, i32, u16, u32, i64 => rounding::wide_block, u64 => rounding::wide_block);
 
 /// Floats: `pow` and `abs` are given per type, because float16 and bfloat16
 /// compute `pow` in float32 and round once, as PyTorch does.
 macro_rules! float_arith {
-    ($($t:ty => $C:ty, $wide:literal, pow: $pow:expr, $(pow_slice: $pow_slice:expr,)? abs: $abs:expr;)*) => {$(
+    ($($t:ty => $C:ty, $wide:literal, pow: $pow:expr, $(pow_slice: $pow_slice:expr, rounding_slice: $rounding:expr,)? abs: $abs:expr;)*) => {$(
         impl Arith for $t {
             type C = $C;
             const WIDE: bool = $wide;
@@ -305,7 +244,11 @@ macro_rules! float_arith {
             #[inline(always)] fn div(self, r: Self) -> Self { self / r }
             #[inline(always)] fn neg(self) -> Self { -self }
             #[inline(always)] fn pow(self, r: Self) -> Self { ($pow)(self, r) }
-            $(#[inline(always)] fn pow_slice(x: &[Self], y: &[Self], r: &mut [Self]) { ($pow_slice)(x, y, r) })?
+            $(
+                #[inline(always)] fn pow_slice(x: &[Self], y: &[Self], r: &mut [Self]) { ($pow_slice)(x, y, r) }
+                #[inline(always)]
+                fn rounding_slice(op: BinaryOp, x: &[Self], y: &[Self], r: &mut [Self]) { ($rounding)(op, x, y, r) }
+            )?
             #[inline(always)] fn abs(self) -> Self { ($abs)(self) }
             #[inline(always)] fn exp(self) -> Self { <Self as Arith>::narrow(VMath::exp_v(Arith::widen(self))) }
             #[inline(always)] fn sqrt(self) -> Self { <Self as Arith>::narrow(<$C>::sqrt(Arith::widen(self))) }
@@ -410,8 +353,8 @@ macro_rules! half_width {
 half_width!(f16, bf16);
 
 float_arith! {
-    f32 => f32, false, pow: vpow::pow_f32, pow_slice: vpow::pow_f32_slice, abs: f32::abs;
-    f64 => f64, false, pow: vpow::pow_f64, pow_slice: vpow::pow_f64_slice, abs: f64::abs;
+    f32 => f32, false, pow: vpow::pow_f32, pow_slice: vpow::pow_f32_slice, rounding_slice: rounding::block, abs: f32::abs;
+    f64 => f64, false, pow: vpow::pow_f64, pow_slice: vpow::pow_f64_slice, rounding_slice: rounding::block, abs: f64::abs;
     f16 => f32, true, pow: |a: f16, b: f16| f16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),
            abs: |a: f16| f16::from_bits(a.to_bits() & 0x7fff);
     bf16 => f32, true, pow: |a: bf16, b: bf16| bf16::from_f32(vpow::pow_f32(a.to_f32(), b.to_f32())),
@@ -541,73 +484,5 @@ impl Arith for bool {
     #[inline(always)]
     fn less(self, r: Self) -> bool {
         !self & r
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fmod_f32;
-
-    /// The fast float32 `fmod` gives libm's bits: random pairs across every
-    /// exponent, quotients near 2^29 on either side, and the special values.
-    #[test]
-    fn fast_fmod_f32_is_libms() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let specials = [
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            3.0,
-            -3.0,
-            6.0,
-            -6.0,
-            0.1,
-            f32::MIN_POSITIVE,
-            1e-45,
-            f32::MAX,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-            536_870_912.0,
-            536_870_911.0,
-            7.5,
-        ];
-        let mut pairs: Vec<(f32, f32)> = Vec::new();
-        for &x in &specials {
-            for &y in &specials {
-                pairs.push((x, y));
-            }
-        }
-        // Miri checks the code paths on a few pairs: millions take it hours.
-        let rounds = if cfg!(miri) { 64 } else { 1_000_000 };
-        for _ in 0..rounds {
-            let bits = next();
-            let (x, y) = (
-                f32::from_bits(bits as u32),
-                f32::from_bits((bits >> 32) as u32),
-            );
-            pairs.push((x, y));
-            // Near one another, as data usually is.
-            let z = f32::from_bits((bits as u32 & 0x807f_ffff) | 0x4000_0000);
-            pairs.push((x, z * (1.0 + (bits >> 40) as f32)));
-            // Quotients up to 2^30, about the fast path's bound.
-            let q = (bits >> 34) as f32 + (bits & 0xff) as f32 / 256.0;
-            pairs.push((z * q, z));
-            pairs.push((-z * q, z / 3.0));
-        }
-        for (x, y) in pairs {
-            let (got, want) = (fmod_f32(x, y), x % y);
-            assert!(
-                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                "fmod({x:e}, {y:e}): {got:e}, libm {want:e}"
-            );
-        }
     }
 }

@@ -15,7 +15,9 @@
 //! `kernel.rs`' loop, which calls the op by type.
 
 use super::arith::{Arith, BinaryOp, CompareOp};
-use super::kernel::{ExpKernel, Kernel, LogKernel, row_kernel};
+use super::kernel::{
+    ExpKernel, FloorDivideKernel, FmodKernel, Kernel, LogKernel, RemainderKernel, row_kernel,
+};
 use super::narrow::{CHUNK, ChunkIsa};
 use super::operand::{BLOCK, Sink, Src, load, slice, slice_mut};
 use super::parallel::{Shared, for_elements, for_range, grain};
@@ -665,6 +667,19 @@ pub(crate) fn binary(out: &Tensor, a: Arg, b: Arg, op: BinaryOp, in_place: bool)
             // Not through binary_typed's closure (see `Kernel`); its arm
             // for pow is dead, and the compiler drops it.
             return super::pow::pow::<T>(out, a, b, in_place);
+        }
+        // Rounding division and remainder of floats and 64-bit integers
+        // by blocks (`rounding.rs`); narrower integers vectorize as they are.
+        if const {
+            matches!(<T as Element>::DTYPE.category(), Category::Floating)
+                || matches!(<T as Element>::DTYPE, DType::I64 | DType::U64)
+        } {
+            match op {
+                BinaryOp::DivFloor => return map_kernel::<T, _>(out, a, b, FloorDivideKernel),
+                BinaryOp::Remainder => return map_kernel::<T, _>(out, a, b, RemainderKernel),
+                BinaryOp::Fmod => return map_kernel::<T, _>(out, a, b, FmodKernel),
+                _ => {}
+            }
         }
         binary_typed::<T>(out, a, b, op, in_place)
     })

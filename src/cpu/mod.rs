@@ -28,6 +28,7 @@ mod random;
 mod reduce;
 mod reduce_run;
 mod round_once;
+mod rounding;
 mod row_groups;
 mod sqrt;
 mod strided;

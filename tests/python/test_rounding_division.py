@@ -106,6 +106,59 @@ def test_matches_torch(dtype, name, n):
         same(A % B, want)
 
 
+def every_exponent(dtype, n, seed):
+    """Floats from random bits (every exponent, subnormals, infinities, NaN):
+    most quotients of two such are far past the fast fmod's bound (2^29 for
+    float32, 2^52 for float64), so libm's lanes sit among the fast ones."""
+    bits = {torch.float32: torch.int32, torch.float64: torch.int64}[dtype]
+    info = torch.iinfo(bits)
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(info.min, info.max, (n,), generator=g, dtype=torch.int64).to(bits).view(dtype)
+
+
+def exact(name, a, b):
+    """NumPy's results from libm's exact fmod; `remainder` from it by
+    torch's rule (NumPy's gives a zero the divisor's sign, torch's keeps
+    the dividend's)."""
+    import numpy as np
+
+    a, b = a.numpy(), b.numpy()
+    with np.errstate(all="ignore"):
+        if name == "floor_divide":
+            return torch.from_numpy(np.floor_divide(a, b))
+        m = np.fmod(a, b)
+        if name == "remainder":
+            m = np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+        return torch.from_numpy(m)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod"])
+def test_floats_of_every_exponent_are_exact(dtype, name):
+    # Against libm (through NumPy), not torch: torch's vectorized fmod gives
+    # NaN where x / y overflows (fmod(-8.4e208, 2.6e-159) is -2.6e-159).
+    ours = OPS[name][1]
+    n = 20_011
+    a, b = every_exponent(dtype, n, 1), every_exponent(dtype, n, 2)
+    # Quotients near the fast paths' bounds, and x just below a multiple of
+    # y, where x / y in float64 rounds up to the integer above the quotient.
+    y = torch.linspace(0.7, 1.9, 1000, dtype=torch.float64)
+    k = torch.arange(1, 1001, dtype=torch.float64)
+    below = torch.nextafter(k * y, torch.zeros(()))
+    a[:1000], b[:1000] = below.to(dtype), y.to(dtype)
+    huge = 2.0 ** (29 if dtype == torch.float32 else 52)
+    a[1000:2000] = (huge * torch.linspace(0.5, 2.0, 1000, dtype=torch.float64)).to(dtype)
+    b[1000:2000] = 1.0 + torch.rand(1000, generator=torch.Generator().manual_seed(3), dtype=dtype)
+    a[2000:2002] = torch.tensor([110.72084346389788, -675.7763301612498]).to(dtype)
+    b[2000:2002] = torch.tensor([1.7033975917522752, 1.0847132105317012]).to(dtype)
+    same(ours(to_db(a), to_db(b)), exact(name, a, b))
+    # Strided and in place go through the same blocks.
+    same(ours(to_db(a)[::3], to_db(b)[::3]), exact(name, a[::3], b[::3]))
+    A = to_db(a)
+    getattr(A, name + "_")(to_db(b))
+    same(A, exact(name, a, b))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod"])
 def test_in_place_writes_memory_torch_shares(dtype, name):
@@ -303,9 +356,28 @@ def test_wide_unsigned_integers_match_numpy(dtype, name):
     info = np.iinfo(dtype)
     a = rng.integers(0, info.max, 1003, dtype=dtype, endpoint=True)
     b = rng.integers(1, 1000, 1003, dtype=dtype)
+    # Every magnitude (64-bit lanes below 2^52 divide in float64, the rest
+    # by idiv), and large divisors.
+    a[500:] >>= rng.integers(0, info.bits, 503).astype(dtype)
+    b[::7] = rng.integers(1, info.max, len(b[::7]), dtype=dtype, endpoint=True)
     a[:3] = info.max, 0, 1
     want = getattr(np, name)(a, b)
     got = getattr(db, name)(db.from_numpy(a), db.from_numpy(b))
     assert got.dtype == getattr(db, dtype)
     assert (got.numpy() == want).all()
     assert (getattr(db.from_numpy(a), name)(7).numpy() == getattr(np, name)(a, np.array(7, dtype=dtype))).all()
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod"])
+def test_int64_of_every_magnitude_matches_torch(name):
+    # Lanes below 2^52 divide in float64, the others by idiv, in one block.
+    g = torch.Generator().manual_seed(11)
+    n = 4099
+    a = torch.randint(-(2**63), 2**63 - 1, (n,), generator=g) >> torch.randint(0, 64, (n,), generator=g)
+    b = torch.randint(-(2**63), 2**63 - 1, (n,), generator=g) >> torch.randint(0, 64, (n,), generator=g)
+    b[b == 0] = -3
+    a[:6] = torch.tensor([-(2**63), -(2**63), 2**63 - 1, -(2**52), 2**52 - 1, 2**52])
+    b[:6] = torch.tensor([-1, 1, -1, 3, -3, -(2**52)])
+    theirs, ours = OPS[name]
+    same(ours(to_db(a), to_db(b)), theirs(a, b))
+    same(ours(to_db(a), 7), theirs(a, 7))
