@@ -2,7 +2,7 @@
 //! broadcasting and in-place rules.
 
 use super::{Operand, blocks, check_computable, device_of, lift_cpu_scalar, result_type};
-use crate::backend::{self, BinaryOp, CompareOp, Promotion, Rhs, UnaryOp};
+use crate::backend::{self, BinaryOp, CompareOp, Promotion, ReduceOp, Rhs, UnaryOp};
 use crate::layout::broadcast_shapes;
 use crate::{Category, DType, Device, Result, Scalar, Tensor, bail};
 use smallvec::{SmallVec, smallvec};
@@ -70,11 +70,20 @@ fn check_divisor(op: BinaryOp, dtype: DType, divisor: &Operand) -> Result<()> {
     // the dtype (an int8 tensor // 256 divides by zero, as in PyTorch).
     let zero = match divisor {
         Operand::Scalar(s) => s.rounded_to(dtype) == Scalar::Int(0),
+        Operand::Tensor(t) if t.numel() == 0 => false,
         Operand::Tensor(t) => {
-            let t = t.to_dtype(dtype)?;
-            compare((&t).into(), Scalar::Int(0).into(), CompareOp::Eq)?
-                .to_vec::<bool>()?
-                .contains(&true)
+            // Seen as the unsigned type of its width, zero is the smallest
+            // value and nothing else is (a negative reads as a large
+            // number): one min reduction, one value read back (the
+            // backend's: `ops/reduce.rs` sits above this file). Copying a
+            // `== 0` mask out and scanning it took 70 µs of int32 `a // b`'s
+            // 140 at 10^5.
+            let bits = t.to_dtype(dtype)?;
+            let bits = bits.view_dtype(dtype.bits_twin())?;
+            let least = Tensor::empty(&vec![1; bits.ndim()], bits.dtype(), bits.device())?;
+            let dims: Vec<usize> = (0..bits.ndim()).collect();
+            backend::of(bits.device()).reduce(&bits, &dims, ReduceOp::Min, &least, None)?;
+            least.item()? == Scalar::Int(0)
         }
     };
     if zero {

@@ -154,6 +154,21 @@ def test_all_any(name, dtype, args):
         same(getattr(db, name)(d, *args), getattr(torch, name)(t, *args))
 
 
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000, 100_003])
+def test_bool_extremes_find_the_first_deciding_element(n):
+    # Bool max/min/any/all search 64 bytes at a time: the deciding element
+    # first, last, in the last partial block, or absent.
+    for fill, at in [(False, None), (True, None), (False, 0), (False, n - 1), (False, n // 2), (True, n - 1)]:
+        t = torch.full((n,), fill)
+        if at is not None:
+            t[at] = not fill
+            t[-1] = t[-1] if at != n - 1 else not fill
+        d = db.from_dlpack(t.clone())
+        for expr in ["x.max()", "x.min()", "x.any()", "x.all()",
+                     "x.max(0).indices", "x.min(0).indices", "x[::3].any()", "x[1:].all()"]:
+            same(eval(expr, {"x": d}), eval(expr, {"x": t}))
+
+
 def test_all_any_edge_cases():
     for t in (torch.zeros(0), torch.tensor(float("nan")), torch.zeros(2, 0, 3), torch.ones(())):
         d = db.from_dlpack(t.clone())
