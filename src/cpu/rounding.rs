@@ -1,14 +1,22 @@
-//! Float rounding division and remainder (`floor_divide`, `remainder`,
-//! `fmod`), as PyTorch's `c10::div_floor_floating` and remainder kernel
-//! write them, each from fmod's exact value.
+//! Rounding division and remainder (`floor_divide`, `remainder`, `fmod`,
+//! and integer `div_trunc`) without a libm call or an `idiv` per element.
 //!
-//! libm's `fmod` reduces bit by bit (8 to 30 ns an element, and a call the
-//! compiler cannot vectorize): float32 `a % b` read 10x torch's. Where the
-//! truncated quotient is small, fmod is one division and a multiply-add
-//! ([`FastFmod`]); [`block`] runs that in every lane of a block (it
-//! vectorizes) and calls libm only for the lanes it did not cover
-//! (infinities, NaN, zero divisors, huge quotients). Layer: under `arith`
-//! (whose float types call [`block`]), above nothing of the backend.
+//! Floats, as PyTorch's `c10::div_floor_floating` and remainder kernel
+//! write them, each from fmod's exact value: libm's `fmod` reduces bit by
+//! bit (8 to 30 ns an element, and a call the compiler cannot vectorize;
+//! float32 `a % b` read 10x torch's). Where the truncated quotient is
+//! small, fmod is one division and a multiply-add ([`FastFmod`]); [`block`]
+//! runs that in every lane of a block (it vectorizes) and calls libm only
+//! for the lanes it did not cover (infinities, NaN, zero divisors, huge
+//! quotients).
+//!
+//! Integers: x86 has no vector integer division. Quotients of 8 to 32 bits
+//! come exactly from float32/float64 division ([`IntQuotient`]), 64-bit
+//! ones from float64 in the lanes below 2^52 and `idiv` in the others
+//! ([`wide_block`]).
+//!
+//! Layer: under `arith` (whose types call these), beside nothing else of
+//! the CPU backend.
 
 use crate::backend::BinaryOp;
 
