@@ -237,40 +237,19 @@ wide_quotient!(
 /// past 2^52 (and zero divisors).
 #[inline(always)]
 pub(super) fn wide_block<T: WideQuotient>(op: BinaryOp, x: &[T], y: &[T], r: &mut [T]) {
-    match op {
-        BinaryOp::DivFloor => wide_pass(x, y, r, true, |_, _, q| q),
-        BinaryOp::Remainder => wide_pass(x, y, r, true, T::less_times),
-        BinaryOp::Fmod => wide_pass(x, y, r, false, T::less_times),
-        _ => unreachable!("not a rounding op: {op:?}"),
-    }
-}
-
-/// One pass of `finish(x, y, q)` with q in float64, a second by `idiv`
-/// for the lanes float64 does not hold.
-#[inline(always)]
-fn wide_pass<T: WideQuotient>(
-    x: &[T],
-    y: &[T],
-    r: &mut [T],
-    floor: bool,
-    finish: impl Fn(T, T, T) -> T,
-) {
-    let mut missed = false;
-    for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
-        *r = finish(x, y, x.quotient_f64(y, floor));
-        missed |= !(x.fits(false) && y.fits(true));
-    }
-    if missed {
-        for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
-            if !(x.fits(false) && y.fits(true)) {
-                let q = if floor {
-                    x.floor_quotient(y)
-                } else {
-                    x.trunc_quotient(y)
-                };
-                *r = finish(x, y, q);
-            }
+    let floor = op != BinaryOp::Fmod;
+    let fast = |x: T, y: T| (x.quotient_f64(y, floor), x.fits(false) && y.fits(true));
+    let idiv = |x: T, y: T| {
+        if floor {
+            x.floor_quotient(y)
+        } else {
+            x.trunc_quotient(y)
         }
+    };
+    match op {
+        BinaryOp::DivFloor => two_passes(x, y, r, fast, idiv, |_, _, q| q),
+        BinaryOp::Remainder | BinaryOp::Fmod => two_passes(x, y, r, fast, idiv, T::less_times),
+        _ => unreachable!("not a rounding op: {op:?}"),
     }
 }
 
@@ -279,28 +258,37 @@ fn wide_pass<T: WideQuotient>(
 /// `fmod` in the lanes it did not cover (none, for most data).
 #[inline(always)]
 pub(super) fn block<C: FloatDivision>(op: BinaryOp, x: &[C], y: &[C], r: &mut [C]) {
+    let libm = |x: C, y: C| x % y;
     match op {
-        BinaryOp::DivFloor => pass(x, y, r, C::floor_with),
-        BinaryOp::Remainder => pass(x, y, r, C::remainder_with),
-        BinaryOp::Fmod => pass(x, y, r, |_, _, m| m),
+        BinaryOp::DivFloor => two_passes(x, y, r, C::fmod_fast, libm, C::floor_with),
+        BinaryOp::Remainder => two_passes(x, y, r, C::fmod_fast, libm, C::remainder_with),
+        BinaryOp::Fmod => two_passes(x, y, r, C::fmod_fast, libm, |_, _, m| m),
         _ => unreachable!("not a rounding op: {op:?}"),
     }
 }
 
-/// One pass of `finish(x, y, fmod(x, y))` with the fast fmod, a second for
-/// the lanes it missed.
+/// `r[i] = finish(x, y, v)` with `(v, applies) = fast(x, y)` in every lane
+/// (branch-free, so the loop vectorizes), then with `v = slow(x, y)` in the
+/// lanes where the fast path did not apply (none, for most data).
 #[inline(always)]
-fn pass<C: FloatDivision>(x: &[C], y: &[C], r: &mut [C], finish: impl Fn(C, C, C) -> C) {
+fn two_passes<T: Copy>(
+    x: &[T],
+    y: &[T],
+    r: &mut [T],
+    fast: impl Fn(T, T) -> (T, bool),
+    slow: impl Fn(T, T) -> T,
+    finish: impl Fn(T, T, T) -> T,
+) {
     let mut missed = false;
     for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
-        let (m, fast) = x.fmod_fast(y);
-        *r = finish(x, y, m);
-        missed |= !fast;
+        let (v, applies) = fast(x, y);
+        *r = finish(x, y, v);
+        missed |= !applies;
     }
     if missed {
         for ((r, &x), &y) in r.iter_mut().zip(x).zip(y) {
-            if !x.fmod_fast(y).1 {
-                *r = finish(x, y, x % y);
+            if !fast(x, y).1 {
+                *r = finish(x, y, slow(x, y));
             }
         }
     }

@@ -305,6 +305,13 @@ pub(crate) fn tensor<'a, 'py>(
     })
 }
 
+/// Whether torch's function of a generated binary row takes a number for
+/// `other`: the bitwise ops, rounding divisions and remainders do
+/// (`bitwise_and(t, 1)`, `remainder(t, 2)`), `maximum` does not.
+fn takes_numbers(op: BinaryOp) -> bool {
+    matches!(op.promotion(), Promotion::Integral | Promotion::Real)
+}
+
 /// `dlbridge.name(input, other)` for a generated binary row: a tensor
 /// first, or a number before a tensor where PyTorch has that overload
 /// (`remainder(5, t)`, `floor_divide(5, t)`, `bitwise_and(5, t)`: its
@@ -316,8 +323,7 @@ pub(crate) fn binary_function(
     other: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
     let name = op.function();
-    let number_first =
-        matches!(op.promotion(), Promotion::Integral | Promotion::Real) && op != BinaryOp::Fmod;
+    let number_first = takes_numbers(op) && op != BinaryOp::Fmod;
     if let (Err(_), Ok(t), true) = (
         input.cast::<PyTensor>(),
         other.cast::<PyTensor>(),
@@ -343,13 +349,7 @@ pub(crate) fn binary_named(
     let name = op.function();
     let r = match rhs(other)? {
         Some(r @ Rhs::Tensor(..)) => r,
-        // torch's bitwise ops, rounding divisions and remainders take a
-        // number too (`bitwise_and(t, 1)`, `remainder(t, 2)`).
-        Some(r @ Rhs::Scalar(_))
-            if matches!(op.promotion(), Promotion::Integral | Promotion::Real) =>
-        {
-            r
-        }
+        Some(r @ Rhs::Scalar(_)) if takes_numbers(op) => r,
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "{name}(): argument 'other' (position 1) must be Tensor, not {}",
